@@ -1,0 +1,155 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: vllm_model_info
+short_description: Read a model directory's config and weight shapes without loading the weights
+version_added: "0.1.0"
+description:
+  - Returns the parsed C(config.json) of a Hugging Face style model directory, the names of its entries, and the dtype and
+    shape of selected tensors.
+  - Shapes come from the JSON header at the start of each safetensors file (C(model.safetensors), or the shards named in
+    C(model.safetensors.index.json)). Only that header is read, never the tensor data, so it takes milliseconds even for a
+    large model and needs nothing beyond Python's standard library.
+  - Used to check a speculative-decoding drafter against its target before vLLM spends a minute loading them.
+  - This module never changes anything.
+options:
+  path:
+    description:
+      - Absolute path of the model directory on the managed host.
+    type: path
+    required: true
+  tensors:
+    description:
+      - Names of the tensors to return, for example V(fc.weight).
+      - Names absent from the weights are listed in RV(missing_tensors).
+      - Cannot be combined with O(all_tensors=true).
+    type: list
+    elements: str
+    default: []
+  all_tensors:
+    description:
+      - Return every tensor. A large model has thousands; prefer O(tensors).
+    type: bool
+    default: false
+  read_weights:
+    description:
+      - Read the safetensors headers. Every header is checked, even when no tensor is asked for.
+      - Set to V(false) to return only the config and the entry names.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: The module only reads, so check mode runs it unchanged.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
+    support: full
+    details: It always returns RV(ignore:changed=false).
+notes:
+  - Safetensors headers longer than 100 MB are rejected as damaged.
+  - Weights stored in other formats (C(*.bin), C(*.pt)) are not read; RV(weight_files) is then empty.
+author:
+  - llmops.vllm maintainers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Read the drafter's config and the shape of its fc layer
+  llmops.vllm.vllm_model_info:
+    path: /srv/models/Qwen3.6-27B-DFlash
+    tensors:
+      - fc.weight
+  register: drafter
+
+- name: Show the number of target layers the drafter's fc layer takes
+  ansible.builtin.debug:
+    msg: "{{ (drafter.tensors['fc.weight'].shape[1] / 5120) | int }}"
+
+- name: Read only the target's config
+  llmops.vllm.vllm_model_info:
+    path: /srv/models/Qwen3.6-27B
+    read_weights: false
+  register: target
+"""
+
+RETURN = r"""
+config:
+  description: The parsed C(config.json).
+  returned: success
+  type: dict
+  sample: {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5, "dflash_config": {"mask_token_id": 248070}}
+files:
+  description: Sorted names of the entries at the top of the directory (files, folders and links).
+  returned: success
+  type: list
+  elements: str
+  sample: ["config.json", "model.safetensors"]
+weight_files:
+  description: The safetensors files holding the weights, relative to O(path). Empty when O(read_weights=false).
+  returned: success
+  type: list
+  elements: str
+  sample: ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+tensors:
+  description: The tensors asked for (or all of them with O(all_tensors=true)), by name.
+  returned: success
+  type: dict
+  sample: {"fc.weight": {"dtype": "BF16", "shape": [5120, 25600], "file": "model.safetensors"}}
+  contains:
+    dtype:
+      description: The safetensors dtype, for example C(BF16) or C(F32).
+      type: str
+    shape:
+      description: The tensor's shape.
+      type: list
+      elements: int
+    file:
+      description: The weight file that holds the tensor.
+      type: str
+missing_tensors:
+  description: Names listed in O(tensors) that no weight file holds.
+  returned: success
+  type: list
+  elements: str
+  sample: []
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.llmops.vllm.plugins.module_utils.model_files import ModelFilesError, describe_model
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            tensors=dict(type="list", elements="str", default=[]),
+            all_tensors=dict(type="bool", default=False),
+            read_weights=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params["all_tensors"] and params["tensors"]:
+        module.fail_json(msg="tensors and all_tensors=true are mutually exclusive: list the tensors or ask for all of them")
+    try:
+        info = describe_model(
+            params["path"],
+            tensor_names=params["tensors"],
+            all_tensors=params["all_tensors"],
+            read_weights=params["read_weights"],
+        )
+    except ModelFilesError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, **info)
+
+
+if __name__ == "__main__":
+    main()
