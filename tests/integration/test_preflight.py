@@ -1,0 +1,148 @@
+"""The preflight phase stops bad settings with a message naming the variable, and writes nothing.
+
+Each case runs the real install and server preflight phases with ansible-playbook
+on this machine. The GPU count comes from tests/fixtures/bin/nvidia-smi, a fake
+that prints one GPU line, because there is no GPU here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def tree(root: Path) -> dict[str, float]:
+    return {str(p.relative_to(root)): p.stat().st_mtime for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Path:
+    """A model directory and the paths the server would write, all under one temporary root."""
+    model = tmp_path / "models" / "tiny"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text('{"model_type": "qwen3"}\n')
+    (tmp_path / "models" / "tiny-dflash").mkdir()
+    return tmp_path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_preflight(repo_root: Path, host: Path, **settings) -> subprocess.CompletedProcess:
+    variables = {
+        "vllm_install_flavor": "gpu",
+        "vllm_server_model": str(host / "models" / "tiny"),
+        "vllm_server_speculative_model": str(host / "models" / "tiny-dflash"),
+        "vllm_server_max_num_batched_tokens": 32768,
+        "vllm_server_port": free_port(),
+        "vllm_server_gpu_count_command": f"{repo_root / 'tests' / 'fixtures' / 'bin' / 'nvidia-smi'} -L",
+        "vllm_server_unit_dir": str(host / "etc" / "systemd"),
+        "vllm_server_config_dir": str(host / "etc" / "vllm"),
+        "vllm_server_log_dir": str(host / "var" / "log"),
+        "vllm_server_state_dir": str(host / "var" / "lib"),
+        "vllm_server_cache_dir": str(host / "var" / "cache"),
+    }
+    variables.update(settings)
+    vars_file = host.parent / f"{host.name}-vars.json"
+    vars_file.write_text(json.dumps(variables))
+    before = tree(host)
+    proc = subprocess.run(
+        ["ansible-playbook", str(repo_root / "tests" / "integration" / "playbooks" / "preflight.yml"), "-e", f"@{vars_file}"],
+        cwd=repo_root, capture_output=True, text=True, timeout=300, check=False,
+        env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=sys.executable),
+    )
+    assert tree(host) == before, "preflight wrote to the host"
+    return proc
+
+
+def assert_fails_naming(proc: subprocess.CompletedProcess, *needles: str) -> None:
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output[-4000:]
+    failed = [line for line in output.splitlines() if line.startswith("fatal:")]
+    assert failed, output[-4000:]
+    for needle in needles:
+        assert needle in output, f"{needle!r} not in:\n{output[-4000:]}"
+
+
+def test_good_settings_pass(repo_root: Path, host: Path):
+    proc = run_preflight(repo_root, host)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "failed=0" in proc.stdout
+
+
+def test_zero_speculative_tokens_fail(repo_root: Path, host: Path):
+    proc = run_preflight(repo_root, host, vllm_server_num_speculative_tokens=0)
+    assert_fails_naming(proc, "vllm_server_num_speculative_tokens must be greater than 0")
+
+
+def test_default_token_budget_fails_with_the_numbers(repo_root: Path, host: Path):
+    proc = run_preflight(repo_root, host, vllm_server_max_num_batched_tokens=None)
+    assert_fails_naming(proc, "vllm_server_max_num_batched_tokens is too small", "= -6144", "at least 14337")
+
+
+def test_budget_counts_max_num_seqs(repo_root: Path, host: Path):
+    proc = run_preflight(repo_root, host, vllm_server_max_num_batched_tokens=512, vllm_server_max_num_seqs=64,
+                         vllm_server_num_speculative_tokens=15)
+    assert_fails_naming(proc, "vllm_server_max_num_batched_tokens", "512", "= -384")
+
+
+def test_attention_backend_key_is_unknown_to_0_20(repo_root: Path, host: Path):
+    proc = run_preflight(repo_root, host, vllm_server_speculative_extra={"attention_backend": "flash_attn"})
+    assert_fails_naming(proc, "vllm_server_speculative_extra", "attention_backend", "0.20.2")
+
+
+def test_attention_backend_key_is_known_to_0_21(repo_root: Path, host: Path):
+    proc = run_preflight(repo_root, host, vllm_install_version="0.21.0",
+                         vllm_server_speculative_extra={"attention_backend": "flash_attn"})
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_tensor_parallel_size_inside_the_speculative_config_fails(repo_root: Path, host: Path):
+    proc = run_preflight(repo_root, host, vllm_server_speculative_extra={"tensor_parallel_size": 2})
+    assert_fails_naming(proc, "must not set tensor_parallel_size", "draft_tensor_parallel_size")
+
+
+def test_tensor_parallel_size_above_the_gpu_count_fails(repo_root: Path, host: Path):
+    proc = run_preflight(repo_root, host, vllm_server_tensor_parallel_size=2)
+    assert_fails_naming(proc, "vllm_server_tensor_parallel_size is 2 but this host has 1 GPU(s)")
+
+
+def test_missing_nvidia_smi_is_a_clear_error(repo_root: Path, host: Path):
+    proc = run_preflight(repo_root, host, vllm_server_gpu_count_command=str(host / "no-such-nvidia-smi"))
+    assert_fails_naming(proc, "No GPU found", "vllm_server_gpu_count_command")
+
+
+def test_missing_model_directory_fails(repo_root: Path, host: Path):
+    proc = run_preflight(repo_root, host, vllm_server_model=str(host / "models" / "absent"))
+    assert_fails_naming(proc, "vllm_server_model", "has no config.json")
+
+
+def test_api_key_on_the_command_line_fails(repo_root: Path, host: Path):
+    proc = run_preflight(repo_root, host, vllm_server_extra_args=["--api-key", "sk-visible-in-ps"])
+    assert_fails_naming(proc, "vllm_server_extra_args must not carry --api-key", "vllm_server_api_key")
+
+
+def test_port_held_by_another_process_fails(repo_root: Path, host: Path):
+    listener = subprocess.Popen(
+        [sys.executable, "-c",
+         "import socket, sys, time\n"
+         "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+         "print(s.getsockname()[1], flush=True); time.sleep(300)"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        port = int(listener.stdout.readline())
+        proc = run_preflight(repo_root, host, vllm_server_port=port)
+    finally:
+        listener.kill()
+        listener.wait(timeout=10)
+    assert_fails_naming(proc, f"vllm_server_port {port} is already in use", f"pid={listener.pid}")
