@@ -39,7 +39,7 @@ class WaitSettings(object):
     """What to wait for and how patiently (the module's parameters, validated)."""
 
     def __init__(self, health_url=DEFAULT_HEALTH_URL, models_url=None, expect_model=None, api_key=None,
-                 timeout=600.0, interval=0.25, probe_timeout=2.0, port=None, log_path=None):
+                 timeout=600.0, interval=0.25, probe_timeout=2.0, port=None, log_path=None, already_started=False):
         if timeout < 0 or interval <= 0 or probe_timeout <= 0:
             raise ValueError("timeout must be >= 0, interval and probe_timeout > 0")
         self.health_url = health_url
@@ -54,6 +54,8 @@ class WaitSettings(object):
             port = url_port if http_probe.is_local_host(host) else None
         self.port = port
         self.log_path = log_path
+        # The start happened before this call (log_offset 'end'), so its start-up lines are not expected.
+        self.already_started = already_started
 
 
 def dump_cursor(log_cursor, watch, process):
@@ -190,7 +192,11 @@ class VllmWaiter(object):
         if owner.kind == "foreign":
             return self._result("failed", "port_in_use", owner.detail + " (it answered /health: %s)" % self.health_status,
                                 DEFAULT_HINTS["port_in_use"])
-        trusted = owner.kind == "ours" or self.watch.log_ready or self.follower is None
+        # "unknown" means every listener has the watched process's uid but no readable process holds it
+        # (no CAP_SYS_PTRACE, as in containers): trust it when the start-up line was seen since the offset,
+        # or when the start happened before this call and no start-up line is expected.
+        trusted = (owner.kind == "ours" or self.watch.log_ready or self.follower is None
+                   or (owner.kind == "unknown" and self.settings.already_started))
         if result.status == 503 and trusted:
             self._drain_log(final=False)
             return self._from_log("engine_died", "/health answered 503: the engine is dead")
@@ -357,7 +363,8 @@ def build_waiter(params, runner=None):
     health_url = params.get("health_url") or DEFAULT_HEALTH_URL
     settings = WaitSettings(health_url, params.get("models_url"), params.get("expect_model"), params.get("api_key"),
                             params.get("timeout", 600.0), params.get("interval", 0.25),
-                            params.get("probe_timeout", 2.0), params.get("port"), log_path)
+                            params.get("probe_timeout", 2.0), params.get("port"), log_path,
+                            already_started=not params.get("cursor") and _offset(params.get("log_offset", 0)) == "end")
     return VllmWaiter(settings, watch, follower, process)
 
 

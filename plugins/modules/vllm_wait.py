@@ -36,7 +36,10 @@ options:
     description:
       - Byte offset in O(log_path) where this start's lines begin, usually the file size taken just before the
         (re)start.
-      - V(end) means the size of the file when the module starts.
+      - V(end) means the size of the file when the module starts, that is, the server started before this call
+        (confirming that a running server still serves). Then no start-up line is expected, and a listener on the
+        port that has the watched process's uid is trusted even where its owning process cannot be read (no
+        C(CAP_SYS_PTRACE), as in containers); a listener of another uid is still V(port_in_use).
       - Ignored when O(cursor) is given.
     type: raw
     default: 0

@@ -140,6 +140,28 @@ def test_unknown_owner_needs_the_log_to_say_startup_complete(tmp_path):
     assert "owner is unknown" in res["detail"]
 
 
+def test_unknown_same_uid_owner_is_trusted_when_the_server_started_before_the_call(tmp_path):
+    # Confirming a running server (log_offset 'end'): no start-up line follows the offset.
+    h = Harness(tmp_path, owner="unknown", timeout=3, already_started=True, expect_model="tiny")
+    h.serve()
+    res = h.run()
+    assert (res["status"], res["listener"], res["models"]) == ("ready", "unknown", ["tiny"])
+
+
+def test_foreign_owner_is_port_in_use_even_when_the_server_started_before_the_call(tmp_path):
+    h = Harness(tmp_path, owner="foreign", timeout=3, already_started=True)
+    h.serve()
+    res = h.run()
+    assert (res["status"], res["reason"]) == ("failed", "port_in_use")
+
+
+def test_log_offset_end_means_already_started_unless_resuming(tmp_path):
+    log = tmp_path / "serve.log"
+    log.write_text("old line\n")
+    assert build_waiter({"log_path": str(log), "log_offset": "end"}).settings.already_started
+    assert not build_waiter({"log_path": str(log), "log_offset": 0}).settings.already_started
+
+
 def test_stale_ready_line_before_the_offset_never_counts(tmp_path):
     stale = "".join(line + "\n" for line in START + READY)
     for offset, status in ((len(stale.encode()), "timeout"), (0, "ready")):
