@@ -1,0 +1,50 @@
+"""Fixtures for the integration tests: the real vLLM CPU engine and the tiny models it serves."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ansible_cli import run_playbook
+
+REPO = Path(__file__).resolve().parents[2]
+ENGINE_VERSION = "0.32.0"   # requirements/engine.txt
+
+
+@pytest.fixture(scope="session")
+def engine_python() -> Path:
+    venv = os.environ.get("LLMOPS_ENGINE_VENV")
+    if not venv or not (Path(venv) / ".complete").exists():
+        pytest.fail("LLMOPS_ENGINE_VENV is not a finished engine venv: run the suite with scripts/test.sh")
+    return Path(venv) / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def vllm_cli() -> Path:
+    """The same CLI wrapper the install role puts on CPU hosts."""
+    return REPO / "roles" / "vllm_install" / "files" / "vllm_cpu_cli.py"
+
+
+@pytest.fixture(scope="session")
+def tiny_models(engine_python, tmp_path_factory) -> dict[str, Path]:
+    """A tiny Qwen3 target and a tiny DFlash drafter whose config the drafter role renders."""
+    models = os.environ.get("LLMOPS_MODELS")
+    if not models or not (Path(models) / ".complete").exists():
+        pytest.fail("LLMOPS_MODELS does not hold the tiny models: run the suite with scripts/test.sh")
+    root = Path(models)
+    work = tmp_path_factory.mktemp("drafter")
+    rendered = work / "tiny-qwen3-dflash"
+    play = [{
+        "name": "Render the tiny drafter", "hosts": "localhost", "gather_facts": False,
+        "roles": [{"role": "llmops.vllm.vllm_drafter", "vars": {
+            "vllm_drafter_target_model_dir": str(root / "tiny-qwen3"),
+            "vllm_drafter_dir": str(root / "tiny-qwen3-dflash"),
+            "vllm_drafter_render_dir": str(rendered),
+            "vllm_drafter_vllm_version": ENGINE_VERSION,
+        }}],
+    }]
+    proc = run_playbook(play, work)[0]
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    return {"target": root / "tiny-qwen3", "drafter": rendered, "root": root}

@@ -1,0 +1,154 @@
+"""vllm_wait, run through Ansible, against the real vLLM CPU engine serving the tiny models."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from ansible_cli import run_module
+
+pytestmark = pytest.mark.engine
+
+SERVED = "tiny-qwen3"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class VllmServe:
+    """One `vllm serve` process group, logging to a file like the systemd unit does."""
+
+    def __init__(self, engine_python: Path, cli: Path, log: Path, model: Path, drafter: Path | None,
+                 port: int, extra: list[str] | None = None):
+        self.log, self.port = log, port
+        spec = {"method": "dflash", "model": str(drafter), "num_speculative_tokens": 4} if drafter else None
+        self.cmd = [str(engine_python), str(cli), "serve", str(model), "--served-model-name", SERVED,
+                    "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "256", "--dtype", "float32",
+                    "--enforce-eager", "--max-num-seqs", "8"]
+        if spec:
+            self.cmd += ["--speculative-config", json.dumps(spec)]
+        self.cmd += extra or []
+        self.env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
+                        VLLM_CPU_KVCACHE_SPACE="1")
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> int:
+        with self.log.open("ab") as fh:
+            self.proc = subprocess.Popen(self.cmd, stdout=fh, stderr=subprocess.STDOUT, env=self.env,
+                                         start_new_session=True)
+        return self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+
+    def engine_core_pid(self) -> int:
+        out = subprocess.run(["pgrep", "-s", str(self.proc.pid), "-f", "EngineCore"], capture_output=True,
+                             text=True, check=False).stdout.split()
+        assert out, "no EngineCore process"
+        return int(out[0])
+
+
+def wait_args(server: VllmServe, offset: int, timeout: float = 240) -> dict:
+    return {"pid": server.proc.pid, "log_path": str(server.log), "log_offset": offset,
+            "health_url": f"http://127.0.0.1:{server.port}/health", "expect_model": SERVED, "timeout": timeout}
+
+
+def http(port: int, path: str, body: dict | None = None) -> str:
+    data = json.dumps(body).encode() if body else None
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return resp.read().decode()
+
+
+def test_real_start_is_ready_with_dflash_then_engine_death_is_reported(
+        engine_python, vllm_cli, tiny_models, tmp_path):
+    log = tmp_path / "vllm.log"
+    # A previous run's success lines: before the offset, so they must not count.
+    log.write_text("(APIServer pid=1) INFO 01-01 00:00:00 [entry.py:140] Starting vLLM server on http://127.0.0.1:8000\n"
+                   "INFO:     Application startup complete.\n")
+    offset = log.stat().st_size
+    server = VllmServe(engine_python, vllm_cli, log, tiny_models["target"], tiny_models["drafter"], free_port())
+    server.start()
+    try:
+        res = run_module("llmops.vllm.vllm_wait", wait_args(server, offset))
+        assert res["status"] == "ready", res.get("msg")
+        assert res["reason"] == "ready" and res["changed"] is False
+        assert res["health_status"] == 200 and SERVED in res["models"]
+        assert "app_startup_complete" in res["phases"]
+
+        completion = json.loads(http(server.port, "/v1/completions", {
+            "model": SERVED, "prompt": "Speculative decoding", "max_tokens": 24, "temperature": 0, "ignore_eos": True}))
+        assert completion["usage"]["completion_tokens"] == 24
+        drafts = re.search(r"^vllm:spec_decode_num_drafts_total\{[^}]*\} (\S+)$", http(server.port, "/metrics"), re.M)
+        assert drafts and float(drafts.group(1)) > 0
+
+        offset = log.stat().st_size
+        os.kill(server.engine_core_pid(), signal.SIGKILL)
+        killed_at = time.monotonic()
+        res = run_module("llmops.vllm.vllm_wait", wait_args(server, offset, timeout=60))
+        assert res["failed"] and res["status"] == "failed", res
+        assert res["reason"] == "engine_died", res["msg"]
+        assert time.monotonic() - killed_at < 30
+    finally:
+        server.stop()
+
+
+FAILURES = {
+    # case: (model, extra args, expected reason, detail substring)
+    "model-missing": ("missing", [], "model_not_found", "missing"),
+    "bogus-speculative-key": (None, ["--speculative-config", json.dumps(
+        {"method": "dflash", "model": "@drafter", "num_speculative_tokens": 4, "bogus_key": 1})],
+        "config_error", "bogus_key"),
+    "unknown-flag": (None, ["--no-such-flag"], "config_error", "--no-such-flag"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILURES))
+def test_real_start_failure_is_classified(case, engine_python, vllm_cli, tiny_models, tmp_path):
+    model, extra, reason, detail = FAILURES[case]
+    model_path = tiny_models["root"] / model if model else tiny_models["target"]
+    extra = [a.replace("@drafter", str(tiny_models["drafter"])) for a in extra]
+    drafter = None if any(a == "--speculative-config" for a in extra) else tiny_models["drafter"]
+    server = VllmServe(engine_python, vllm_cli, tmp_path / "vllm.log", model_path, drafter, free_port(), extra)
+    server.start()
+    try:
+        res = run_module("llmops.vllm.vllm_wait", wait_args(server, 0, timeout=180))
+    finally:
+        server.stop()
+    assert res["status"] == "failed", res.get("msg")
+    assert res["reason"] == reason, res["msg"]
+    assert detail in res["detail"] + res["root_cause_line"], res
+    assert res["hint"] and res["log_tail"]
+
+
+def test_real_port_in_use_is_reported(engine_python, vllm_cli, tiny_models, tmp_path):
+    port = free_port()
+    with socket.socket() as occupant:
+        occupant.bind(("127.0.0.1", port))
+        occupant.listen(1)
+        server = VllmServe(engine_python, vllm_cli, tmp_path / "vllm.log", tiny_models["target"],
+                           tiny_models["drafter"], port)
+        server.start()
+        try:
+            res = run_module("llmops.vllm.vllm_wait", wait_args(server, 0, timeout=180))
+        finally:
+            server.stop()
+    assert res["status"] == "failed" and res["reason"] == "port_in_use", res.get("msg")
