@@ -169,6 +169,19 @@ def systemd_quote(value: Any, escape_dollar: bool = True) -> str:
     return "'" + "".join(_escape_in_quotes(char) for char in text) + "'"
 
 
+def argv_lines(argv: list[Any]) -> list[list[str]]:
+    """Group a command line for display: the leading words, then each flag with the values that follow it."""
+    if not isinstance(argv, (list, tuple)):
+        raise AnsibleFilterError(f"argv_lines expects a list of words, got {argv!r}")
+    lines: list[list[str]] = []
+    for word in map(str, argv):
+        if word.startswith("--") or not lines:
+            lines.append([word])
+        else:
+            lines[-1].append(word)
+    return lines
+
+
 class FilterModule:
     """vLLM command line filters."""
 
@@ -176,4 +189,5 @@ class FilterModule:
         return {
             "vllm_serve_argv": vllm_serve_argv,
             "systemd_quote": systemd_quote,
+            "argv_lines": argv_lines,
         }

@@ -9,6 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.vllm.plugins.filter.vllm_args import (
+    argv_lines,
     FilterModule,
     systemd_quote,
     vllm_serve_argv,
@@ -78,7 +79,7 @@ def systemd_words(line: str) -> list[str]:
 
 
 def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {"vllm_serve_argv", "systemd_quote"}
+    assert set(FilterModule().filters()) == {"vllm_serve_argv", "systemd_quote", "argv_lines"}
 
 
 def test_user_command_renders_in_hand_written_order():
@@ -226,3 +227,15 @@ def test_quoting_agrees_with_shlex_for_json_and_spaces():
 def test_systemd_quote_rejects_containers():
     with pytest.raises(AnsibleFilterError, match="expects a string"):
         systemd_quote(["a"])
+
+
+def test_argv_lines_keeps_each_flag_with_its_values():
+    argv = ["serve", "/srv/models/m", "--port", "8000", "--enforce-eager", "--speculative-config", '{"a": 1}']
+    assert argv_lines(argv) == [["serve", "/srv/models/m"], ["--port", "8000"], ["--enforce-eager"],
+                                ["--speculative-config", '{"a": 1}']]
+    assert [w for line in argv_lines(argv) for w in line] == argv
+
+
+def test_argv_lines_rejects_a_string():
+    with pytest.raises(AnsibleFilterError):
+        argv_lines("serve --port 8000")
