@@ -3,6 +3,7 @@
 # it downloads from its own file host, which a machine limited to package
 # registries cannot reach. It looks in its cache first, so put there an
 # equivalent bootstrap that runs pip from the pip wheel taken from the index.
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 version="$("$SANITY_VENV/bin/python" - <<'PYEOF'
 from ansible_test._internal.python_requirements import get_venv_packages

@@ -3,6 +3,7 @@
 # debootstrap a Debian bookworm root, then `docker import`. The tag carries a
 # hash of this script, so a change here builds a new image and an unchanged
 # script reuses the one already on the machine.
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 docker image inspect "$BASE_IMAGE" >/dev/null 2>&1 && exit 0
 log "base image $BASE_IMAGE"

@@ -3,6 +3,7 @@
 # system packages, dockerd, the controller tool venv, the vendored collections,
 # the engine wheelhouse and venv, and the systemd base image. Each step is
 # skipped when its cached result (keyed by version) is already there.
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 need_pkgs=()
@@ -66,3 +67,10 @@ if [[ ! -f "$MODELS/.complete" ]]; then
   touch "$MODELS/.complete"
 fi
 "$ROOT/scripts/base-image.sh"
+
+# Drop what older versions of these files left in the cache.
+for old in "$CACHE"/venv-tools-* "$CACHE"/models-*; do
+  [[ "$old" == "$TOOLS_VENV" || "$old" == "$MODELS" ]] || rm -rf "$old"
+done
+docker images --format '{{.Repository}}:{{.Tag}}' "${BASE_IMAGE%%:*}" | grep -vxF "$BASE_IMAGE" \
+  | xargs -r docker rmi >/dev/null 2>&1 || true

@@ -4,6 +4,7 @@
 # tiny target model and a tiny DFlash drafter, and the script ends by asking
 # the server for a completion and printing its speculative-decoding counters.
 # Re-running it is a no-op deploy (changed=0) against the same container.
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 "$ROOT/scripts/bootstrap.sh"
 "$ROOT/scripts/install-collection.sh"

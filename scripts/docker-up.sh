@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Start a Docker engine when none answers. On machines whose PID 1 is not
 # systemd nothing else starts it; the daemon runs on after this script.
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 docker info >/dev/null 2>&1 && exit 0
 log "starting dockerd"

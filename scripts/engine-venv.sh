@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A controller venv with the real CPU engine, for the integration tests that run
 # `vllm serve` directly and for building the tiny models (torch + transformers).
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 stamp="$ENGINE_VENV/.complete"
 [[ -f "$stamp" ]] && exit 0

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install this checkout as the collection llmops.vllm into .build/collections,
 # so playbooks and molecule resolve llmops.vllm.* to the working tree as it is now.
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 activate_tools
 mkdir -p "$BUILD/collections"

@@ -2,7 +2,6 @@
 # Shared settings for the scripts in this folder. Source it; do not run it.
 # Every cache lives outside the checkout and is keyed by what it holds, so a
 # clean clone on a machine that ran before reuses them.
-set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${LLMOPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmops-vllm}"
@@ -13,7 +12,7 @@ ENGINE_VERSION="${ENGINE_SPEC##*==}"
 PYTAG="cp$("$PY" -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')"
 ANSIBLE_BUNDLE_VERSION=12.3.0   # only community.docker and ansible.posix are taken from it
 
-_key() { sha256sum "$@" | sha256sum | cut -c1-12; }
+_key() { cat "$@" | sha256sum | cut -c1-12; }   # content only: the same in any checkout
 
 TOOLS_VENV="$CACHE/venv-tools-$(_key "$ROOT/requirements/tools.txt")"
 # ansible-test sanity installs its own pinned linters: keep them out of the tool venv.

@@ -3,6 +3,7 @@
 # tests, Ansible integration tests against real processes and the real vLLM CPU
 # engine, and the molecule scenario on systemd containers. One pytest session,
 # so the run ends with one summary line.
+set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 "$ROOT/scripts/bootstrap.sh"
 "$ROOT/scripts/install-collection.sh"

@@ -66,6 +66,7 @@ def run_install(repo_root: Path, work: Path, wheelhouse: Path) -> tuple[subproce
         "vllm_install_base_dir": str(work / "opt"),
         "vllm_install_python": sys.executable,
         "vllm_install_wheelhouse_src": str(wheelhouse),
+        "vllm_install_controller_cache_dir": str(work / "controller-cache"),
     }
     (work / "vars.json").write_text(json.dumps(variables))
     facts = work / "facts.json"
