@@ -52,6 +52,9 @@ NOISE = re.compile("|".join((
     r"warnings\.warn\(",
 )))
 SHUTDOWN_MARK = "API server: shutdown triggered"
+# Output of a process other than the one that announced its shutdown: a new API server (its own pid),
+# or the argparse usage/error lines a new `vllm serve` prints before any logging is set up.
+_NEW_PROCESS = re.compile(r"^(?:\(APIServer pid=(?P<pid>\d+)\)|usage: |[\w.-]+(?: serve)?: error: )", re.M)
 
 MILESTONES = (
     ("api_server_up", ("vLLM server version", "non-default args", "\u2588")),
@@ -448,6 +451,7 @@ class LogWatch(object):
         self.evidence = {}
         self.fatal = None
         self.shutdown = False
+        self._shutdown_pid = None
         self.ready_pattern_seen = "ready_pattern" in self.milestones
         self._block = 0
         self._quiet = _QUIET
@@ -474,18 +478,45 @@ class LogWatch(object):
         if self.tail.maxlen:
             self.tail.extend(block.rsplit("\n", self.tail.maxlen)[-self.tail.maxlen:])
         self._spot_milestones(block, now, backlog)
-        if not self.shutdown:
-            mark = block.find(SHUTDOWN_MARK)
-            # After a requested shutdown, errors (EngineDeadError...) are its noise: stop collecting.
-            scanned = block if mark < 0 else block[:block.rfind("\n", 0, mark) + 1]
-            self._scan(scanned, now)
-            self.shutdown = mark >= 0
+        self._scan_outside_shutdowns(block, now)
         if not self.ready_pattern_seen:
             for regex in self.ready_regexes:
                 if regex.search(block):
                     self.ready_pattern_seen = True
                     self.milestones.setdefault("ready_pattern", Sighting(now, None, backlog))
                     break
+
+    def _scan_outside_shutdowns(self, block, now):
+        """Scan for failures, except in what a process prints after its shutdown was requested.
+
+        After ``shutdown triggered`` the errors of the stopping server (EngineDeadError...) are noise, until
+        another process speaks: a restart writes the old server's shutdown and the new server's start
+        into the same log, and the new server's failure must still count.
+        """
+        while block:
+            if self.shutdown:
+                block = self._after_shutdown(block)
+                if not block:
+                    return
+            mark = block.find(SHUTDOWN_MARK)
+            if mark < 0:
+                self._scan(block, now)
+                return
+            self._scan(block[:block.rfind("\n", 0, mark) + 1], now)
+            self.shutdown = True
+            self._shutdown_pid = parse_line(_line_at(block, mark)).pid
+            end = block.find("\n", mark)
+            block = block[end + 1:] if end >= 0 else ""
+
+    def _after_shutdown(self, block):
+        """The part of ``block`` from the first line of another process on (clearing the shutdown), or ''."""
+        for m in _NEW_PROCESS.finditer(block):
+            pid = m.group("pid")
+            if pid is not None and (self._shutdown_pid is None or int(pid) == self._shutdown_pid):
+                continue
+            self.shutdown = False
+            return block[m.start():]
+        return ""
 
     def finding(self):
         """The root-cause evidence: highest priority, then earliest; None when the log shows no failure."""

@@ -233,6 +233,42 @@ def test_shutdown_in_the_same_block_only_silences_what_follows():
     assert "engine_dead" not in watch.evidence
 
 
+OLD_API = "(APIServer pid=1598) "
+OLD_SERVER_STOPS = [
+    OLD_API + "INFO 11-30 07:53:34 [launcher.py:254] [shutdown] API server: shutdown triggered",
+    OLD_API + "ERROR 11-30 07:53:34 [async_llm.py:906] vllm.v1.engine.exceptions.EngineDeadError: EngineCore "
+              "encountered an issue.",
+    "INFO:     Application shutdown complete.",
+]
+
+
+def test_a_restart_clears_the_old_servers_shutdown_for_the_new_servers_argparse_error():
+    # The offset is taken before `systemctl restart`: the old server's shutdown lines come first.
+    watch = classify_lines(OLD_SERVER_STOPS + [
+        "usage: vllm serve [model_tag] [options]",
+        "vllm: error: unrecognized arguments: --no-such-flag",
+    ])
+    assert not watch.shutdown
+    found = watch.finding()
+    assert (found.reason, found.signature.certain) == ("config_error", True)
+    assert "--no-such-flag" in found.line.raw
+
+
+def test_a_restart_clears_the_old_servers_shutdown_for_the_new_servers_traceback():
+    watch = classify_lines(OLD_SERVER_STOPS + [
+        "(APIServer pid=1700) INFO 11-30 07:53:40 [api_utils.py:286] non-default args: {}",
+        "(APIServer pid=1700) OSError: [Errno 98] Address already in use",
+    ])
+    assert watch.finding().reason == "port_in_use"
+
+
+def test_the_stopping_servers_own_lines_stay_noise():
+    watch = classify_lines(OLD_SERVER_STOPS + [
+        OLD_API + "ERROR 11-30 07:53:35 [core_client.py:817] engine core exited unexpectedly",
+    ])
+    assert watch.shutdown and watch.finding() is None
+
+
 def test_validation_error_split_across_blocks():
     watch = LogWatch()
     watch.feed(API + "pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig")
