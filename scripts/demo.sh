@@ -6,10 +6,7 @@
 # Re-running it is a no-op deploy (changed=0) against the same container.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-"$ROOT/scripts/bootstrap.sh"
-"$ROOT/scripts/install-collection.sh"
-activate_tools
-cd "$ROOT" || exit 1
+prepare_controller
 
 HOST="${LLMOPS_DEMO_HOST:-vllm-demo-1}"
 PORT="${LLMOPS_DEMO_PORT:-18000}"

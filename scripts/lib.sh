@@ -35,3 +35,12 @@ activate_tools() {
   export MOLECULE_GLOB="molecule/*/molecule.yml"   # the collection keeps scenarios at molecule/
   export PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 }
+
+# What both entry points (test.sh, demo.sh) need first: a machine set up, this checkout
+# installed as the collection, the tool venv active, and the checkout as working directory.
+prepare_controller() {
+  "$ROOT/scripts/bootstrap.sh"
+  "$ROOT/scripts/install-collection.sh"
+  activate_tools
+  cd "$ROOT" || exit 1
+}

@@ -5,9 +5,6 @@
 # so the run ends with one summary line.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-"$ROOT/scripts/bootstrap.sh"
-"$ROOT/scripts/install-collection.sh"
-activate_tools
-cd "$ROOT" || exit 1
+prepare_controller
 exec python -m pytest -p no:cacheprovider "$@" \
   tests/unit tests/lint tests/integration tests/molecule
