@@ -24,7 +24,8 @@ import time
 from ansible_collections.llmops.vllm.plugins.module_utils import http_probe
 from ansible_collections.llmops.vllm.plugins.module_utils.liveness import Listener, PidWatch, UnitWatch, port_owner
 from ansible_collections.llmops.vllm.plugins.module_utils.log_follower import Cursor, LogFollower, start_cursor
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log import DEFAULT_HINTS, MILESTONE_ORDER, LogWatch, Sighting
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_signatures import DEFAULT_HINTS, MILESTONE_ORDER
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_watch import LogWatch, Sighting
 
 DEFAULT_HEALTH_URL = "http://127.0.0.1:8000/health"
 READ_BUDGET = 32 << 20      # bytes of log per poll, so a huge backlog never starves the probes
@@ -244,14 +245,10 @@ class VllmWaiter(object):
         return self._from_log("process_exited", summary, summary)
 
     def _from_log(self, default_reason, default_detail, suffix=""):
-        ev = self.watch.finding()
-        tail = " (%s)" % suffix if suffix else ""
+        reason, detail, hint, ev = self.watch.explain(default_reason)
         if ev is None:
-            return self._result("failed", default_reason, default_detail, DEFAULT_HINTS.get(default_reason, ""))
-        if ev.reason is not None:
-            return self._result("failed", ev.reason, ev.detail + tail, ev.hint, ev)
-        reason = "engine_died" if default_reason == "engine_died" or self.watch.engine_death_seen() else default_reason
-        return self._result("failed", reason, ev.detail + tail, DEFAULT_HINTS[reason], ev)
+            return self._result("failed", reason, default_detail, hint)
+        return self._result("failed", reason, detail + (" (%s)" % suffix if suffix else ""), hint, ev)
 
     def _timed_out(self):
         s = self.settings

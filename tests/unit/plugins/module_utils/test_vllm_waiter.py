@@ -8,7 +8,7 @@ import pytest
 from ansible_collections.llmops.vllm.plugins.module_utils.http_probe import ProbeResult
 from ansible_collections.llmops.vllm.plugins.module_utils.liveness import Listener, ProcState, UnitWatch
 from ansible_collections.llmops.vllm.plugins.module_utils.log_follower import Cursor, LogFollower
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log import LogWatch
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_watch import LogWatch
 from ansible_collections.llmops.vllm.plugins.module_utils.vllm_waiter import (
     VllmWaiter,
     WaitSettings,

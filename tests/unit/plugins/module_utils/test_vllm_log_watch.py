@@ -2,15 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log import (
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_grammar import parse_line
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_signatures import (
     FAILURE_REASONS,
     REASONS,
     SIGNATURES,
-    LogWatch,
-    classify_lines,
-    parse_line,
     user_signature,
 )
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_watch import LogWatch, classify_lines
 
 API = "(APIServer pid=1) "
 CORE = "(EngineCore pid=2) "
@@ -203,13 +202,24 @@ def test_wrappers_alone_mean_engine_died():
 
 def test_unknown_exception_is_the_root_line_but_names_no_reason():
     watch = classify_lines([
-        WORKER + "ValueError: invalid literal for int() with base 10: ''",
+        WORKER + "KeyError: 'model.layers.0.mlp.gate_proj.weight'",
         API + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
     ])
     found = watch.finding()
     assert found.reason is None
-    assert "invalid literal" in found.line.raw
+    assert "KeyError" in found.line.raw
     assert watch.engine_death_seen()
+    reason, _detail, hint, ev = watch.explain("process_exited")
+    assert (reason, ev) == ("engine_died", found)
+    # The root cause is a Python exception: the hint must not say the process died without one.
+    assert "KeyError" in hint and "OOM killer" not in hint
+
+
+def test_a_value_error_no_signature_knows_is_a_configuration_error_by_its_words():
+    found = finding_of(WORKER + "ValueError: invalid literal for int() with base 10: ''",
+                       API + "RuntimeError: Engine core initialization failed. See root cause above.")
+    assert (found.reason, found.signature.name) == ("config_error", "family_config_error")
+    assert "invalid literal" in found.line.raw
 
 
 def test_engine_dead_after_shutdown_is_noise():

@@ -1,21 +1,21 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What vLLM's log says: line grammar, startup milestones and failure signatures.
+"""What a vLLM start-up log can prove, as data: the reason vocabulary, milestones, and three layers of rules.
 
-``LogWatch`` reads blocks of lines (as ``log_follower`` delivers them) and keeps
-what matters: the milestones seen, the evidence each failure signature left,
-the first *certain* failure, whether a shutdown was requested, and a bounded
-tail. ``LogWatch.finding()`` picks the root cause: the most specific evidence,
-earliest first, so the wrappers vLLM prints after the real error
-("Engine core initialization failed. See root cause above") never win over it.
+1. ``SIGNATURES``: exact texts vLLM (and the libraries under it) print for one failure, with a detail and
+   a hint worded for it. Adding a failure a new release prints is one entry.
+2. ``FAMILIES``: for a failure no signature knows, the reason its family implies, from the exception's
+   class and the message's vocabulary (a driver that will not initialise is ``gpu_unavailable`` in any
+   release's words). Families only explain a death; they never end a wait on their own.
+3. ``GENERIC``: any other exception line names the root cause but no reason.
 
-The signature table is data: adding a failure a new vLLM prints is one entry.
+The texts were read from vLLM's source of 0.6.3, 0.7.3, 0.8.5, 0.9.2, 0.10.2, 0.11.0, 0.20.x and the CPU
+build 0.32, and from logs users posted; ``tests/fixtures/corpus`` holds the cases and their sources.
 """
 
 from __future__ import annotations
 
 import re
-from collections import deque
 
 READY = "ready"
 TIMEOUT = "timeout"
@@ -25,23 +25,12 @@ REASONS = (
 )
 FAILURE_REASONS = REASONS[1:]
 
-# Priorities: a specific root cause beats an unknown exception, which beats the
-# reports of a death and the wrappers that re-raise it. Equal: the earlier line wins.
-ROOT, TYPED, GENERIC, ENGINE_GONE, ENGINE_DEAD, CARRIER, WRAPPER = 100, 80, 60, 50, 40, 20, 10
+# Priorities: a specific root cause beats a family's, which beats an unknown exception, which beats the
+# reports of a death and the wrappers that re-raise it. Equal: the earlier line wins (the innermost cause
+# of a chained traceback is printed first).
+ROOT, TYPED, FAMILY, FAMILY_CLASS, GENERIC, ENGINE_GONE, ENGINE_DEAD, CARRIER, WRAPPER = (
+    100, 80, 75, 70, 60, 50, 40, 20, 10)
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_PREFIX = re.compile(r"\((?P<proc>[A-Za-z][\w.-]*)(?: \w+=\w+)*? pid=(?P<pid>\d+)\) ?")
-_VLLM = re.compile(
-    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? "
-    r"\[(?P<src>[^\]]*)\] ?(?P<msg>.*)")
-_UVICORN = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+(?P<msg>.*)")
-
-# Lines at INFO or DEBUG level never prove a failure. They start with one of
-# these, or with a process prefix learned from an earlier INFO/DEBUG line.
-_QUIET = ("INFO", "DEBUG")
-_MAX_QUIET = 256
-# Traceback frames and source lines quote code, not errors.
-_FRAME = re.compile(r"\s*(?:File \"|\^+\s*$|Traceback \(most recent call last\))|\s{4}")
 NOISE = re.compile("|".join((
     r"Found ulimit of",                          # fd limit warning quoting an OSError
     r"retrying \d+ of \d+",                      # transient download retry
@@ -50,48 +39,24 @@ NOISE = re.compile("|".join((
     r"leaked (?:semaphore|shared_memory) objects",
     r"destroy_process_group\(\) was not called",
     r"warnings\.warn\(",
+    r"Error in (?:preprocessing prompt|applying chat template)",   # a request's error, logged by the server
 )))
 SHUTDOWN_MARK = "API server: shutdown triggered"
 # Output of a process other than the one that announced its shutdown: a new API server (its own pid),
 # or the argparse usage/error lines a new `vllm serve` prints before any logging is set up.
-_NEW_PROCESS = re.compile(r"^(?:\(APIServer pid=(?P<pid>\d+)\)|usage: |[\w.-]+(?: serve)?: error: )", re.M)
+NEW_PROCESS = re.compile(r"^(?:\(APIServer pid=(?P<pid>\d+)\)|usage: |[\w.-]+(?: serve)?: error: )", re.M)
 
 MILESTONES = (
     ("api_server_up", ("vLLM server version", "non-default args", "\u2588")),
-    ("engine_init", ("Initializing a V1 LLM engine",)),
+    ("engine_init", ("Initializing a V1 LLM engine", "Initializing an LLM engine")),
     ("weights_loaded", ("Loading weights took", "Model loading took")),
-    ("kv_cache_sized", ("KV cache size", "Available KV cache memory", "for KV cache on node")),
+    ("kv_cache_sized", ("KV cache size", "Available KV cache memory", "for KV cache on node", "# GPU blocks:")),
     ("cuda_graphs_captured", ("Graph capturing finished",)),
     ("engine_ready", ("init engine (profile, create kv cache",)),
-    ("server_starting", ("Starting vLLM server on", "Starting vLLM API server")),
+    ("server_starting", ("Starting vLLM server on", "Starting vLLM API server", "Uvicorn running on")),
     ("app_startup_complete", ("Application startup complete.",)),
 )
 MILESTONE_ORDER = tuple(milestone[0] for milestone in MILESTONES) + ("http_ready",)
-
-
-class LogLine(object):
-    """One log line split into process prefix, level, timestamp, source and message."""
-
-    __slots__ = ("raw", "proc", "pid", "level", "ts", "src", "msg")
-
-    def __init__(self, raw, proc, pid, level, ts, src, msg):
-        self.raw, self.proc, self.pid, self.level, self.ts, self.src, self.msg = raw, proc, pid, level, ts, src, msg
-
-
-def parse_line(raw):
-    """Parse a vLLM, uvicorn or bare (traceback, stderr) line."""
-    raw = _ANSI.sub("", raw).rstrip("\r\n")
-    rest, proc, pid = raw, None, None
-    m = _PREFIX.match(raw)
-    if m:
-        proc, pid, rest = m.group("proc"), int(m.group("pid")), raw[m.end():]
-    m = _VLLM.match(rest)
-    if m:
-        return LogLine(raw, proc, pid, m.group("level"), m.group("ts"), m.group("src"), m.group("msg"))
-    m = _UVICORN.match(rest)
-    if m:
-        return LogLine(raw, proc, pid, m.group("level"), None, "uvicorn", m.group("msg"))
-    return LogLine(raw, proc, pid, None, None, None, rest)
 
 
 class Signature(object):
@@ -130,6 +95,7 @@ _KILLED_HINT = ("a vLLM process died without a Python error: the kernel OOM kill
                 "journalctl -k for 'Killed process'); shrink the KV cache (--gpu-memory-utilization, --kv-cache-memory-bytes, "
                 "VLLM_CPU_KVCACHE_SPACE) or raise the host/container memory limit")
 
+_EXCEPTION_HINT = "the server raised {exc}: read root_cause_line and the traceback above it in log_tail"
 _PORT_HINT = "another process holds the port: stop the old server (ss -ltnp 'sport = :PORT' shows it) or pick another --port"
 
 # Hints for outcomes the waiter decides without a log signature.
@@ -139,6 +105,7 @@ DEFAULT_HINTS = {
                       "(journalctl -u UNIT); a stop or restart during the wait also ends it",
     "port_in_use": _PORT_HINT,
     "config_error": "fix the setting named in detail",
+    "exception": _EXCEPTION_HINT,
     TIMEOUT: "if the log still advances, raise timeout (weights, torch.compile and CUDA graph capture of a large "
              "model take minutes); otherwise look at log_tail for where the start-up stalled",
 }
@@ -166,6 +133,14 @@ SIGNATURES = (
     Signature("module_missing", "missing_dependency", "No module named",
               r"ModuleNotFoundError: No module named '(?P<mod>[\w.]+)'", "{mod}",
               "install the Python package that provides '{mod}' into the vLLM venv", TYPED, certain=False),
+    # a compiler's or linker's own diagnostic says more than the CalledProcessError that reports its exit
+    Signature("build_failure", "missing_dependency", "",
+              r"fatal error: (?P<what>[^:]+: No such file or directory|.*)|cannot find -l(?P<lib>\S+)|"
+              r"undefined reference to `(?P<sym>[^']+)'",
+              lambda m: "building a compiled extension failed: " + (
+                  m.group("what") or ("-l" + m.group("lib") if m.group("lib") else "undefined " + (m.group("sym") or ""))),
+              "a JIT-compiled kernel (triton, torch.compile, flashinfer) needs a C compiler, the Python headers "
+              "(python3-dev) and libcuda.so from the NVIDIA driver on the host", TYPED, certain=False),
     Signature("shared_library", "missing_dependency", "cannot open shared object file",
               r"(?P<lib>lib[\w.+-]*\.so[\w.]*): cannot open shared object file", "{lib}",
               "install the system package that provides {lib}", TYPED, certain=False),
@@ -179,11 +154,21 @@ SIGNATURES = (
               r"CUDA out of memory\.(?: Tried to allocate (?P<amt>[\d.]+ [KMGT]?i?B))?",
               lambda m: "CUDA out of memory" + _alloc(m.string), _OOM_HINT),
     Signature("startup_free_memory", "out_of_memory", "on startup is less than desired GPU memory utilization",
-              r"Free memory on device (?P<dev>\S+) \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less than "
-              r"desired GPU memory utilization \((?P<util>[\d.]+), (?P<want>[\d.]+) GiB\)",
-              "free {free} of {total} GiB on {dev} < gpu_memory_utilization {util} ({want} GiB)",
+              r"Free memory on device(?: (?P<dev>\S+))? \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less "
+              r"than desired GPU memory utilization \((?P<util>[\d.]+), (?P<want>[\d.]+) GiB\)",
+              lambda m: "free %s of %s GiB%s < gpu_memory_utilization %s (%s GiB)" % (
+                  m.group("free"), m.group("total"), " on " + m.group("dev") if m.group("dev") else "", m.group("util"),
+                  m.group("want")),
               "another process holds GPU memory (an old server? check nvidia-smi and stop it) or lower "
               "--gpu-memory-utilization below the free share"),
+    Signature("profiling_free_memory", "out_of_memory", "Error in memory profiling",
+              r"Error in memory profiling\. Initial free memory (?P<before>[\d.]+) GiB, current free memory "
+              r"(?P<now>[\d.]+) GiB", "free GPU memory fell from {before} to {now} GiB while vLLM profiled",
+              "another process on the GPU allocated memory during start-up: give vLLM the GPU to itself"),
+    Signature("v0_kv_cache_tokens", "out_of_memory", "that can be stored in KV cache",
+              r"max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can be stored in KV "
+              r"cache \((?P<fit>\d+)\)", "max_model_len {len} > {fit} tokens that fit in the KV cache",
+              "lower --max-model-len to at most {fit} or raise --gpu-memory-utilization"),
     Signature("no_cache_blocks", "out_of_memory", "No available memory for the cache blocks",
               r"No available memory for the cache blocks", "no memory left for the KV cache after the weights",
               "raise --gpu-memory-utilization, lower --max-model-len, or add GPUs (--tensor-parallel-size)"),
@@ -198,15 +183,19 @@ SIGNATURES = (
               r"\((?P<want>[\d.]+ GiB)\)",
               "KV cache of {want} requested, {avail} GiB available on node {node}",
               "lower VLLM_CPU_KVCACHE_SPACE or --kv-cache-memory-bytes (unset VLLM_CPU_KVCACHE_SPACE for the flag to count)"),
+    Signature("oom_killer", "out_of_memory", "OOM killer",
+              r"killed by the OOM killer|oom-kill|Out of memory: Killed process (?P<pid>\d+)",
+              "the kernel's OOM killer ended a vLLM process",
+              "give the host or container more memory, or shrink vLLM's share (--gpu-memory-utilization, swap space, "
+              "VLLM_CPU_KVCACHE_SPACE, --max-num-seqs)", certain=False),
     Signature("dev_shm", "out_of_memory", "/dev/shm",
               r"Insufficient space in /dev/shm for shared-memory allocation: (?P<need>\d+ MiB) required, (?P<free>\d+ MiB) free",
               "/dev/shm has {free} free, {need} required",
               "enlarge /dev/shm: docker --shm-size 512m (molecule shm_size) or --ipc=host"),
     # -- config_error (token budget, parallel layout, drafter, parsers, flags)
     Signature("token_budget", "config_error", "does not allow any tokens to be scheduled",
-              r"max_num_scheduled_tokens is set to (?P<n>-?\d+) based on the speculative decoding settings, which does "
-              r"not allow any tokens to be scheduled",
-              "max_num_scheduled_tokens = {n} (max_num_batched_tokens - (num_speculative_tokens - 1) * max_num_seqs)",
+              r"max_num_scheduled_tokens is set to (?P<n>-?\d+)[^.]*? which does not allow any tokens to be scheduled",
+              "max_num_scheduled_tokens = {n}: the speculative tokens take the whole max_num_batched_tokens budget",
               "raise --max-num-batched-tokens or lower num_speculative_tokens/max_num_seqs "
               "(e.g. --max-num-batched-tokens 32768 for num_speculative_tokens 15)"),
     Signature("mamba_block_budget", "config_error", "In Mamba cache align mode",
@@ -240,8 +229,10 @@ SIGNATURES = (
     Signature("parser", "config_error", "parser:",
               r"invalid (?P<kind>tool call|reasoning) parser: (?P<name>[^\s(']+)", "unknown {kind} parser '{name}'",
               "pick a parser this vLLM lists (e.g. --tool-call-parser qwen3_coder, --reasoning-parser qwen3)"),
-    Signature("trust_remote_code", "config_error", "trust_remote_code",
-              r"Failed to load the model config\. If the model is a custom model", "custom model config needs remote code",
+    Signature("trust_remote_code", "config_error", "",
+              r"Failed to load the model config\. If the model is a custom model|requires you to execute the "
+              r"(?:configuration|tokenizer|modeling) file in that repo|contains custom code which must be executed",
+              "the model's custom code needs remote code",
               "add --trust-remote-code, or fix model_type in the model's config.json"),
     Signature("dflash_target", "config_error", "dflash is only supported for",
               r"dflash is only supported for \[.*?\] models\. Got .*?model_type='(?P<t>[^']*)'",
@@ -259,8 +250,10 @@ SIGNATURES = (
     Signature("argparse_json", "config_error", ": error: argument --speculative-config",
               r"^[\w.-]+(?: serve)?: error: argument (?P<arg>--speculative-config\S*): (?P<why>.*)",
               "{arg}: {why}", "--speculative-config must be valid JSON: quote every key and string value"),
+    # argparse: "vllm: error: ...", "vllm serve: error: ...", "api_server.py: error: ..."; not a compiler's
+    # "collect2: error: ld returned 1" or "gcc: error: ...", which are build failures (FAMILIES).
     Signature("argparse", "config_error", ": error: ",
-              r"^(?![\w.]*(?:Error|Exception|Warning):)[\w.-]+(?: \w+)?: error: (?P<why>.+)", "{why}",
+              r"^(?:vllm(?: serve)?|[\w.-]+\.py|python3? -m [\w.]+): error: (?P<why>.+)", "{why}",
               "fix the vLLM command line: remove or rename the flags this version does not know (vllm serve --help)"),
     # -- model_not_found
     Signature("invalid_model_path", "model_not_found", "Invalid repository ID or local directory",
@@ -274,12 +267,25 @@ SIGNATURES = (
               r"^(?:[\w.]+\.)?RepositoryNotFoundError: (?P<why>.*)", "{why}", _MODEL_HINT),
     Signature("hf_gated", "model_not_found", "",
               r"GatedRepoError|Cannot access gated repo|Access to model .* is restricted|401 Client Error", None, _GATED_HINT),
+    # -- NCCL's own warnings: they quote errno texts ("Address already in use") that are not vLLM's failure
+    Signature("cuda_driver_old", "gpu_unavailable", "driver version is insufficient",
+              r"CUDA driver version is insufficient for CUDA runtime version", "the NVIDIA driver is older than the "
+              "CUDA runtime of this torch", "upgrade the NVIDIA driver, or install the vLLM/torch build for its CUDA"),
+    # NCCL's "Last error:" names the CUDA failure behind "unhandled cuda error"
+    Signature("nccl_cuda_failure", "distributed_error", "Cuda failure",
+              r"Cuda failure '(?P<why>[^']*)'", "{why}", _NCCL_HINT, certain=False),
+    Signature("nccl_warn", "distributed_error", "NCCL WARN", r"NCCL WARN (?P<why>.*)", "NCCL: {why}",
+              _NCCL_HINT, ENGINE_DEAD, certain=False),
     # -- port_in_use
     Signature("address_in_use", "port_in_use", "ddress already in use",
               r"[Aa]ddress already in use(?: \(addr='(?P<addr>[^']*)'\))?",
               lambda m: "Address already in use" + (" (%s)" % m.group("addr") if m.group("addr") else ""),
               _PORT_HINT),
     # -- gpu_unavailable
+    Signature("ray_placement_gpus", "gpu_unavailable", "placement group",
+              r"The number of required GPUs exceeds the total number of available GPUs in the placement group",
+              "the Ray placement group has fewer GPUs than tensor x pipeline parallel size",
+              "add GPUs to the Ray cluster (ray status) or lower --tensor-parallel-size / --pipeline-parallel-size"),
     Signature("world_size", "gpu_unavailable", "is larger than the number of available GPUs",
               r"World size \((?P<ws>\d+)\) is larger than the number of available GPUs \((?P<gpus>\d+)\)",
               "world size {ws} > {gpus} available GPU(s)",
@@ -290,9 +296,8 @@ SIGNATURES = (
               r"CUDA driver initialization failed|Failed to infer device type",
               None, "check the NVIDIA driver (nvidia-smi), CUDA_VISIBLE_DEVICES and the container's GPU access"),
     # -- distributed_error
-    Signature("nccl", "distributed_error", "", r"DistBackendError|NCCL error(?: in: (?P<where>[^,]*))?", None, _NCCL_HINT),
-    Signature("nccl_warn", "distributed_error", "NCCL WARN", r"NCCL WARN .*Cuda failure '(?P<why>[^']*)'", "{why}",
-              _NCCL_HINT, certain=False),
+    Signature("nccl", "distributed_error", "", r"DistBackendError|NCCL error(?: in: (?P<where>[^,]*))?", None, _NCCL_HINT,
+              TYPED),
     Signature("gloo_netlink", "distributed_error", "Address family not supported by protocol",
               r"gloo.*Address family not supported by protocol", "gloo could not enumerate network interfaces",
               "allow AF_NETLINK in the unit's RestrictAddressFamilies= (gloo lists interfaces through netlink)"),
@@ -312,10 +317,11 @@ SIGNATURES = (
     Signature("engine_core_exited", "engine_died", "exited unexpectedly",
               r"engine core exited unexpectedly", "the EngineCore process exited unexpectedly", _KILLED_HINT, ENGINE_GONE),
     Signature("engine_core_died", "engine_died", "died unexpectedly",
-              r"Engine core process (?P<name>\S+) died unexpectedly", "engine core process {name} died", _KILLED_HINT,
+              r"Engine core proc(?:ess)? (?P<name>\S+) died unexpectedly", "engine core process {name} died", _KILLED_HINT,
               ENGINE_GONE),
-    Signature("worker_died", "engine_died", "died unexpectedly",
-              r"Worker proc (?P<name>\S+) died unexpectedly(?:, shutting down executor)?(?: \(exit code: (?P<code>[^)]*)\))?",
+    Signature("worker_died", "engine_died", "died",
+              r"Worker (?:proc(?:ess)? )?(?P<name>\S+(?: pid \d+)?) died(?: unexpectedly)?(?:, shutting down executor)?,?"
+              r"(?: \(?exit ?code:? (?P<code>[^),]*)\)?)?",
               lambda m: "worker %s died (exit code: %s)" % (m.group("name"), m.group("code") or "None"), _KILLED_HINT,
               ENGINE_GONE),
     Signature("peer_lost", "engine_died", "",
@@ -323,6 +329,18 @@ SIGNATURES = (
               r"^RuntimeError: cancelled$",
               "a vLLM process lost its peer (another engine process died first)", _KILLED_HINT, ENGINE_DEAD,
               certain=False),
+    Signature("crash", "engine_died", "",
+              r"^(?:Segmentation fault|Bus error|Aborted|Killed)\b|Fatal Python error: (?P<what>[\w ]+)",
+              lambda m: "a vLLM process crashed (%s)" % (m.group("what") or m.group(0).split()[0]),
+              _KILLED_HINT, ENGINE_GONE, certain=False),
+    Signature("ray_worker_died", "engine_died", "",
+              r"A worker died or was killed while executing|The actor died unexpectedly|ActorDiedError|RayActorError|"
+              r"(?:actor|worker) (?:\S+ )?(?:died|exited) unexpectedly",
+              "a Ray worker of vLLM died", _KILLED_HINT, ENGINE_GONE, certain=False),
+    Signature("signal_report", "engine_died", "received",
+              r"\*\*\* (?P<sig>SIG[A-Z]+) received|[Ss]ignal (?P<num>9|11|6|7) received",
+              lambda m: "a vLLM process got %s" % (m.group("sig") or "signal " + m.group("num")), _KILLED_HINT,
+              ENGINE_DEAD, certain=False),
     Signature("engine_dead", "engine_died", "EngineDeadError", r"EngineDeadError", "EngineDeadError: the engine died",
               "the engine died after start: see the root cause above it in the log", ENGINE_DEAD),
     # -- wrappers: they point at a root cause printed earlier
@@ -338,6 +356,12 @@ SIGNATURES = (
     Signature("worker_proc_failed", "engine_died", "WorkerProc",
               r"WorkerProc (?:failed to start|hit an exception|initialization failed)", None,
               "a worker died during start-up", WRAPPER),
+    Signature("v0_engine_failed", "engine_died", "failed to start",
+              r"Engine process failed to start|API server process failed to start|Engine core proc \S+ failed to start"
+              r"|Process \S+ failed to start", None, "the engine died during start-up", WRAPPER),
+    Signature("rpc_failed", "engine_died", "",
+              r"Call to collective_rpc method failed|Error executing method '?\w+'?\. This might cause deadlock",
+              None, "a worker raised: see its traceback above", WRAPPER),
 )
 
 # A pydantic ValidationError spans lines: header, field, message. Its class and
@@ -345,8 +369,8 @@ SIGNATURES = (
 VALIDATION = Signature(
     "validation_error", "config_error", "validation error for",
     r"ValidationError: (?P<count>\d+) validation errors? for (?P<cls>\w+)", "{cls}", None, TYPED)
-_VALIDATION_MSG = re.compile(r"\s+(?:Value error, )?(?P<text>.*?)(?: \[type=(?P<type>\w+)[^\]]*\])?\s*$")
-_VALIDATION_HINTS = {
+VALIDATION_MSG = re.compile(r"\s+(?:Value error, )?(?P<text>.*?)(?: \[type=(?P<type>\w+)[^\]]*\])?\s*$")
+VALIDATION_HINTS = {
     "unexpected_keyword_argument": "remove '{field}': {cls} in this vLLM version does not accept it "
                                    "(e.g. attention_backend inside --speculative-config needs 0.21+)",
     "int_parsing": "'{field}' must be an integer: write it unquoted in the JSON",
@@ -357,10 +381,123 @@ _VALIDATION_HINTS = {
 }
 
 # Any other exception line: it names the root cause when nothing more specific does.
+# "ray.exceptions.RayTaskError(ValueError): ..." names the worker's exception in brackets.
 GENERIC = Signature(
     "exception", None, "",
-    r"^(?:[A-Za-z_]\w*\.)*(?P<exc>[A-Z]\w*(?:Error|Exception))(?:: (?P<text>.*))?$", None,
-    "see the exception in root_cause_line", GENERIC, certain=False)
+    r"^(?:(?:[A-Za-z_]\w*\.)*(?P<exc>[A-Z]\w*(?:Error|Exception|Exit|Interrupt))|(?:[a-z_]\w*\.)+(?P<qexc>[A-Z]\w+))"
+    r"(?:\((?P<inner>[A-Z]\w*)\))?(?:: ?(?P<text>.*))?$",
+    None, _EXCEPTION_HINT, GENERIC, certain=False)
+# pydantic's message line, also when its "N validation error for XConfig" header is not in the log.
+VALUE_ERROR = Signature(
+    "value_error", "config_error", "Value error, ", r"^\s*Value error, (?P<text>.*?)(?: \[type=\w+[^\]]*\]?)?\s*$",
+    "{text}", "vLLM rejected its settings: change the flag or config value root_cause_line names", TYPED)
+# Lines with no exception class that still report a failure: compilers, linkers, the C runtime.
+BARE_FAILURE = re.compile(
+    r"(?:\S*\bld(?:\.\w+)?: |collect2: |\S*(?:gcc|g\+\+|nvcc|cc1\w*|c\+\+|clang)(?:-[\d.]+)?: |error: |fatal error: |"
+    r"\S+\.(?:c|cc|cpp|cu|cuh|h|hpp)(?::\d+)+: (?:fatal )?error: |CUDA error: |terminate called|"
+    r"\S+\.cc:\d+: Unhandled exception|what\(\): )")
+
+
+class Family(object):
+    """A failure family: the reason it implies, recognised by exception class or by the message's words.
+
+    ``classes`` are exception class names (without module); ``vocabulary`` is searched in the message.
+    A family rule applies to exception lines and ERROR/CRITICAL records that no signature knows.
+    """
+
+    __slots__ = ("reason", "classes", "vocabulary", "hint", "by_words", "by_class")
+
+    def __init__(self, reason, classes, vocabulary, hint):
+        self.reason, self.classes, self.hint = reason, frozenset(classes), hint
+        self.vocabulary = re.compile(vocabulary)
+        # The evidence each way of recognising the family leaves (detail: the line's own words).
+        self.by_words = Signature("family_" + reason, reason, "", r".+", None, hint, FAMILY, certain=False)
+        self.by_class = Signature("family_" + reason + "_class", reason, "", r".+", None, hint, FAMILY_CLASS,
+                                  certain=False)
+
+
+_DEPENDENCY_HINT = ("install or repair what the line names in the vLLM venv (its torch, CUDA and Python must match the "
+                    "vLLM wheel); a compiled extension that fails to build needs a compiler, Python headers and libcuda "
+                    "from the NVIDIA driver")
+_GPU_HINT = ("check the NVIDIA driver (nvidia-smi), CUDA_VISIBLE_DEVICES, the container's GPU access (--gpus, device "
+             "cgroup) and that the driver supports the CUDA of this torch; expose tensor x pipeline parallel GPUs")
+_DISTRIBUTED_HINT = ("the vLLM processes could not talk to each other: check NCCL/gloo (NCCL_DEBUG=INFO), the network "
+                     "interface (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, VLLM_HOST_IP), shared memory and the Ray cluster")
+_CONFIG_HINT = "vLLM rejected its settings: change the flag or config value root_cause_line names"
+
+# Order matters: the first family whose vocabulary matches wins, so the narrow families come first
+# ("cannot open shared object file: libcuda.so" is a missing dependency before it is a GPU problem).
+FAMILIES = (
+    Family("port_in_use", ("EADDRINUSE",), r"[Aa]ddress already in use|EADDRINUSE|port \d+ is (?:already )?in use|"
+           r"error while attempting to bind on address", _PORT_HINT),
+    Family("missing_dependency",
+           ("ImportError", "ModuleNotFoundError", "PackageNotFoundError", "DistributionNotFound", "CompilationError"),
+           r"No module named|undefined symbol|cannot open shared object|cannot find -l\S+|DLL load failed|"
+           r"GLIBC\w*_[\d.]+'? not found|(?:Python|cuda\w*|\w+)\.h: No such file|fatal error: \S+\.h|"
+           r"command '[^']*(?:gcc|g\+\+|nvcc|cc|c\+\+|ninja)' failed|ld returned \d+ exit status|"
+           r"returned non-zero exit status|Failed to (?:import|load) (?:from )?(?:vllm\._|the )|"
+           r"(?:is|are) not installed|[Pp]lease install|requires? (?:the )?\S+ (?:package|library) to be installed|"
+           r"could not be imported|cannot import name|partially initialized module|incompatible with this version of",
+           _DEPENDENCY_HINT),
+    Family("gpu_unavailable", ("NVMLError", "NVMLError_DriverNotLoaded", "NVMLError_LibraryNotFound", "CudaError"),
+           r"No CUDA GPUs|no CUDA-capable device|CUDA driver|NVIDIA driver|[Dd]river version is insufficient|"
+           r"cudaGetDeviceCount|Found no NVIDIA|nvmlInit|NVML|cuInit|CUDA initialization|CUDA unknown error|"
+           r"CUDA error: (?:unknown error|initialization error|invalid device ordinal|no kernel image|"
+           r"CUDA-capable device|system not yet initialized|forward compatibility|operation not supported|"
+           r"out of devices|all CUDA-capable devices are busy)|"
+           r"torch\.cuda\.is_available\(\)|not compiled with CUDA|Failed to infer device type|device_type|"
+           r"No (?:available )?(?:accelerator|GPU|CUDA) device|no GPUs? (?:found|available)|Current node has no GPU|"
+           r"not enough GPUs|number of (?:available )?GPUs|GPU(?:s)? (?:is|are) not available|"
+           r"(?:placement group|bundle).*GPU|GPU.*placement group|CUDA_VISIBLE_DEVICES|ROCm|HIP error",
+           _GPU_HINT),
+    Family("out_of_memory", ("OutOfMemoryError", "MemoryError"),
+           r"[Oo]ut of memory|OutOfMemory|[Nn]ot enough (?:\w+ )?memory|[Ii]nsufficient (?:\w+ )?memory|"
+           r"Cannot allocate memory|ENOMEM|KV cache (?:is needed|memory)|(?:stored|fit) in (?:the )?KV cache|"
+           r"cache blocks|less than desired GPU memory|memory profiling|/dev/shm|shared memory|"
+           r"CUBLAS_STATUS_ALLOC_FAILED|exceeds? (?:the )?(?:available|free|total) (?:\w+ )?memory",
+           _OOM_HINT),
+    Family("model_not_found",
+           ("RepositoryNotFoundError", "RevisionNotFoundError", "EntryNotFoundError", "LocalEntryNotFoundError",
+            "GatedRepoError", "HFValidationError", "FileNotFoundError", "HfHubHTTPError", "OfflineModeIsEnabled"),
+           r"does not appear to have (?:a )?files? named|is not a local folder|not a valid model identifier|"
+           r"Repository Not Found|[Rr]epo(?:sitory)? (?:id )?not found|Can't load (?:the )?(?:tokenizer|config|model)|"
+           r"[Gg]ated repo|40[134] Client Error|Unauthorized|Invalid repository ID|No such file or directory|"
+           r"Cannot find any (?:of the )?model weights|[Nn]o (?:model )?weights? (?:files? )?found|"
+           r"couldn't connect to 'https://huggingface\.co'|outgoing traffic has been disabled|"
+           r"Incorrect path_or_model_id|not found in the (?:local )?cache|config\.json|[Nn]ot a directory|"
+           r"offline mode is enabled|HF_HUB_OFFLINE",
+           _MODEL_HINT),
+    Family("distributed_error", ("DistBackendError", "DistNetworkError", "DistStoreError", "DistError"),
+           r"NCCL|nccl|[Gg]loo|c10d|TCPStore|ProcessGroup|torch\.distributed|[Rr]endezvous|init_process_group|"
+           r"distributed_init|[Cc]onnection refused|connect\(\) timed out|Socket Timeout|Broken pipe.*(?:rank|store)|"
+           r"Ray (?:cluster|GCS)|GCS|Could not (?:connect to|find any running) Ray|ray\.init",
+           _DISTRIBUTED_HINT),
+    Family("config_error",
+           ("ValidationError", "NotImplementedError", "ArgumentError", "ArgumentTypeError", "ValueError",
+            "AssertionError", "TypeError", "JSONDecodeError", "ConfigError"),
+           r"not supported|only supported|[Uu]nsupported|must be|should be|cannot be|can't be|can only be|"
+           r"is not a valid|[Ii]nvalid|not recogni[sz]ed|[Uu]nrecognized|[Uu]nknown (?:\w+ )?(?:argument|option|model|"
+           r"architecture|method|parser|value|key)|\b[Ee]xpected\b|exceeds|(?:greater|larger|smaller|less) than|"
+           r"[Pp]lease (?:set|use|pass|specify|choose)|trust_remote_code|max_model_len|max_num_batched_tokens|"
+           r"does not match|[Mm]ismatch|[Ii]ncompatible|not compatible|no longer supported|not allowed|"
+           r"not implemented|speculative|quantization|does not support|doesn't support|is required|requires",
+           _CONFIG_HINT),
+)
+
+
+FAMILY_HINTS = dict((family.reason, family.hint) for family in FAMILIES)
+
+
+def family_of(exc, text):
+    """(family, the signature to record) for an exception class (or None) and its message; (None, None)."""
+    for family in FAMILIES:
+        if family.vocabulary.search(text):
+            return family, family.by_words
+    if exc:
+        for family in FAMILIES:
+            if exc in family.classes:
+                return family, family.by_class
+    return None, None
 
 
 def _estimate(text):
@@ -393,247 +530,3 @@ def user_signature(index, spec):
         raise ValueError("fail_patterns[%d] is not a valid regex: %s" % (index, e))
 
 
-class Evidence(object):
-    """A signature's first match: the line, where it was (for ordering) and when it was seen."""
-
-    __slots__ = ("signature", "match", "line", "order", "seen_at", "config_class", "field", "text", "kind")
-
-    def __init__(self, signature, match, line, order, seen_at):
-        self.signature, self.match, self.line, self.order, self.seen_at = signature, match, line, order, seen_at
-        self.config_class = self.field = self.text = self.kind = None
-
-    @property
-    def reason(self):
-        return self.signature.reason
-
-    @property
-    def priority(self):
-        return self.signature.priority
-
-    @property
-    def detail(self):
-        if self.signature is VALIDATION:
-            where = self.config_class + ("." + self.field if self.field else "")
-            return "%s: %s" % (where, self.text) if self.text else where
-        text = self.signature.render(self.signature.detail, self.match)
-        return "%s: %s" % (self.config_class, text) if self.config_class else text
-
-    @property
-    def hint(self):
-        if self.signature is VALIDATION:
-            template = _VALIDATION_HINTS.get(self.kind, "fix the {cls} settings as the detail says")
-            return template.format(field=self.field or "", cls=self.config_class, text=self.text or "")
-        return self.signature.render(self.signature.hint, self.match)
-
-
-class Sighting(object):
-    """When a milestone was first seen: the engine's clock, the line's own timestamp, and if read as backlog."""
-
-    __slots__ = ("seen_at", "ts", "backlog")
-
-    def __init__(self, seen_at, ts=None, backlog=False):
-        self.seen_at, self.ts, self.backlog = seen_at, ts, backlog
-
-
-class LogWatch(object):
-    """Everything a wait needs to know from the log read so far, in bounded memory."""
-
-    def __init__(self, fail_patterns=(), ready_patterns=(), tail_lines=40, seen=()):
-        self.user_signatures = [user_signature(i, spec) for i, spec in enumerate(fail_patterns or ())]
-        self.ready_regexes = []
-        for i, pattern in enumerate(ready_patterns or ()):
-            try:
-                self.ready_regexes.append(re.compile(pattern, re.M))
-            except re.error as e:
-                raise ValueError("ready_patterns[%d] is not a valid regex: %s" % (i, e))
-        self.tail = deque(maxlen=max(0, tail_lines))
-        self.milestones = dict((name, Sighting(None)) for name in seen)
-        self.evidence = {}
-        self.fatal = None
-        self.shutdown = False
-        self._shutdown_pid = None
-        self.ready_pattern_seen = "ready_pattern" in self.milestones
-        self._block = 0
-        self._quiet = _QUIET
-        self._validation = None
-        self._validation_lines = 0
-
-    @property
-    def log_ready(self):
-        """The log (since the offset) says the HTTP server is up."""
-        return "app_startup_complete" in self.milestones or self.ready_pattern_seen
-
-    def last_milestone(self):
-        seen = [name for name in MILESTONE_ORDER if name in self.milestones]
-        return seen[-1] if seen else None
-
-    def feed(self, block, now=None, backlog=False):
-        """Take a block of complete lines (joined by newlines).
-
-        The work is a few C-speed passes over the block (milestone needles,
-        quiet-prefix filter); only lines above INFO level, and bare lines such as
-        tracebacks, are parsed one by one.
-        """
-        self._block += 1
-        if self.tail.maxlen:
-            self.tail.extend(block.rsplit("\n", self.tail.maxlen)[-self.tail.maxlen:])
-        self._spot_milestones(block, now, backlog)
-        self._scan_outside_shutdowns(block, now)
-        if not self.ready_pattern_seen:
-            for regex in self.ready_regexes:
-                if regex.search(block):
-                    self.ready_pattern_seen = True
-                    self.milestones.setdefault("ready_pattern", Sighting(now, None, backlog))
-                    break
-
-    def _scan_outside_shutdowns(self, block, now):
-        """Scan for failures, except in what a process prints after its shutdown was requested.
-
-        After ``shutdown triggered`` the errors of the stopping server (EngineDeadError...) are noise, until
-        another process speaks: a restart writes the old server's shutdown and the new server's start
-        into the same log, and the new server's failure must still count.
-        """
-        while block:
-            if self.shutdown:
-                block = self._after_shutdown(block)
-                if not block:
-                    return
-            mark = block.find(SHUTDOWN_MARK)
-            if mark < 0:
-                self._scan(block, now)
-                return
-            self._scan(block[:block.rfind("\n", 0, mark) + 1], now)
-            self.shutdown = True
-            self._shutdown_pid = parse_line(_line_at(block, mark)).pid
-            end = block.find("\n", mark)
-            block = block[end + 1:] if end >= 0 else ""
-
-    def _after_shutdown(self, block):
-        """The part of ``block`` from the first line of another process on (clearing the shutdown), or ''."""
-        for m in _NEW_PROCESS.finditer(block):
-            pid = m.group("pid")
-            if pid is not None and (self._shutdown_pid is None or int(pid) == self._shutdown_pid):
-                continue
-            self.shutdown = False
-            return block[m.start():]
-        return ""
-
-    def finding(self):
-        """The root-cause evidence: highest priority, then earliest; None when the log shows no failure."""
-        best = None
-        for ev in self.evidence.values():
-            if best is None or (ev.priority, _neg(ev.order)) > (best.priority, _neg(best.order)):
-                best = ev
-        return best
-
-    def engine_death_seen(self):
-        return any(ev.reason == "engine_died" for ev in self.evidence.values())
-
-    def _spot_milestones(self, block, now, backlog):
-        for name, needles in MILESTONES:
-            if name in self.milestones:
-                continue
-            for needle in needles:
-                pos = block.find(needle)
-                if pos >= 0:
-                    line = parse_line(_line_at(block, pos))
-                    self.milestones[name] = Sighting(now, line.ts, backlog)
-                    break
-
-    def _scan(self, text, now):
-        quiet = self._quiet
-        lines = text.split("\n")
-        for index, raw in [(i, l) for i, l in enumerate(lines) if l and not l.startswith(quiet)]:
-            self._examine(raw, index, now)
-        for sig in self.user_signatures:
-            if sig.name not in self.evidence:
-                m = sig.regex.search(text)
-                if m:
-                    self._record(sig, m, parse_line(_line_at(text, m.start())), text.count("\n", 0, m.start()), now)
-
-    def _examine(self, raw, pos, now):
-        line = parse_line(raw)
-        if line.level in _QUIET:
-            if line.proc is not None and len(self._quiet) < _MAX_QUIET:
-                prefix = raw[:raw.index(line.level)]
-                self._quiet += (prefix + "INFO", prefix + "DEBUG")
-            return
-        msg = line.msg
-        context = None
-        if self._validation is not None:
-            consumed, context = self._continue_validation(line)
-            if consumed:
-                return
-        if not msg.strip() or _FRAME.match(msg) or NOISE.search(msg):
-            return
-        for sig in SIGNATURES:
-            if sig.needle in msg:
-                m = sig.regex.search(msg)
-                if m:
-                    ev = self._record(sig, m, line, pos, now)
-                    if ev is not None:
-                        ev.config_class = context
-                    return
-        m = VALIDATION.regex.search(msg)
-        if m:
-            ev = self._record(VALIDATION, m, line, pos, now)
-            if ev is not None:
-                ev.config_class = m.group("cls")
-                self._validation, self._validation_lines = ev, 0
-            return
-        m = GENERIC.regex.match(msg)
-        if m:
-            self._record(GENERIC, m, line, pos, now)
-
-    def _continue_validation(self, line):
-        """Fill the pending ValidationError's field and message.
-
-        Returns (consumed, config_class): the field line is consumed; the message
-        line is not (a specific signature may know it) but carries the class.
-        """
-        ev = self._validation
-        self._validation_lines += 1
-        if self._validation_lines > 4 or (line.proc != ev.line.proc and line.proc is not None):
-            self._validation = None
-            return False, None
-        msg = line.msg.rstrip()
-        if not msg.strip():
-            return True, None
-        if msg[0] not in " \t":
-            if ev.field is None and re.match(r"^[\w.\[\]-]+$", msg):
-                ev.field = msg
-                return True, None
-            self._validation = None
-            return False, None
-        m = _VALIDATION_MSG.match(msg)
-        ev.text, ev.kind = m.group("text"), m.group("type")
-        if msg.lstrip().startswith("Value error,"):
-            ev.kind = ev.kind or "value_error"
-        self._validation = None
-        return False, ev.config_class
-
-    def _record(self, sig, match, line, pos, now):
-        if self.shutdown or sig.name in self.evidence:
-            return None
-        ev = Evidence(sig, match, line, (self._block, pos), now)
-        self.evidence[sig.name] = ev
-        if sig.certain and self.fatal is None:
-            self.fatal = ev
-        return ev
-
-
-def _neg(order):
-    return (-order[0], -order[1])
-
-
-def _line_at(block, pos):
-    start = block.rfind("\n", 0, pos) + 1
-    end = block.find("\n", pos)
-    return block[start:] if end < 0 else block[start:end]
-
-
-def classify_lines(lines, fail_patterns=(), ready_patterns=()):
-    """Replay a whole log (an iterable of lines) through a fresh LogWatch."""
-    watch = LogWatch(fail_patterns, ready_patterns)
-    watch.feed("\n".join(line.rstrip("\n") for line in lines))
-    return watch

@@ -1,0 +1,209 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""How vLLM writes a log line, and how log collectors rewrite it.
+
+vLLM's own record is ``[(Proc pid=N[, ip=A]) ]LEVEL MM-DD HH:MM:SS [file.py:N] message`` (V1 engine,
+0.11 on; the V0 engine of 0.6-0.10 writes ``file.py:N] message`` without the opening bracket). Its
+traceback lines and stderr carry only the process tag, or nothing.
+
+What operators read has often been through something else first, and ``records`` undoes it:
+
+* a collector's prefix in front of every line: RFC 3339 timestamps (``docker logs -t``), the CRI format
+  of Kubernetes (``TS stdout F``, with ``P`` for a line split in parts), journald/syslog
+  (``Mon DD HH:MM:SS host unit[pid]:``), docker compose (``name  | ``), ``kubectl logs --prefix``,
+  docker's json-file records, torchrun's ``[rankN]:``;
+* a supervisor's own logging header (``2024-06-01 10:00:00,123 name 12 INFO``) in front of vLLM's
+  line: vLLM's level, not the supervisor's, is the one that counts;
+* ``[address=..., pid=...]`` wrappers of actor frameworks;
+* several records joined on one physical line (a progress bar's carriage return, interleaved
+  streams, a paste that lost its newlines).
+
+The process tag stays as data (``LogLine.proc``/``pid``/``ip``). A sentence a collector hard-wrapped over
+two lines is rejoined by the watch, which knows the previous record (``is_continuation``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_LEVEL = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# (APIServer pid=1), (EngineCore_DP0 pid=7), (RayWorkerWrapper pid=5, ip=10.0.0.2), (task, pid=9), (pid=3),
+# (ServeReplica:app:VLLMDeployment pid=4)
+_TAG = (r"\((?:(?P<proc>[A-Za-z_][\w.:-]*)(?:,? [\w.-]+=[\w.:-]+)*?,? )?pid=(?P<pid>\d+)"
+        r"(?:, ip=(?P<ip>[\w.:-]+))?\) ?")
+_PREFIX = re.compile(_TAG)
+_HEADER = (_LEVEL + r" \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[^\]\n]*\]|[\w.-]+:\d+\])")
+_VLLM = re.compile(
+    r"(?P<level>" + _LEVEL + r") (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? "
+    r"(?:\[(?P<src>[^\]]*)\]|(?P<src0>[\w.-]+:\d+)\]) ?(?P<msg>.*)")
+_UVICORN = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+(?P<msg>.*)")
+# A vLLM record anywhere in a line: after a supervisor's prefix, or joined to the record before it. A
+# process tag alone opens a record too (traceback lines carry no level).
+_RECORD_ANYWHERE = re.compile(r"\([A-Za-z_][\w.:-]*(?:,? [\w.-]+=[\w.:-]+)*?,? pid=\d+(?:, ip=[\w.:-]+)?\)|" + _HEADER)
+
+_TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d| ?UTC)?"
+# Prefixes a collector puts in front of every line; stripped in this order, repeatedly.
+_COLLECTOR = re.compile("|".join((
+    r"(?P<cri>" + _TS + r" (?:stdout|stderr) (?P<part>[FP]) )",            # Kubernetes CRI (containerd, CRI-O)
+    # docker -t, ISO stamps, and a level after them that is not vLLM's ("INFO 06-01 ...") nor uvicorn's ("INFO:   ")
+    r"\[?" + _TS + r"\]?(?: ?[|:-])? (?:\[?(?:" + _LEVEL + r"|WARN)\]?(?: ?[|-]| ?:(?!\s\s))? (?!\d\d-\d\d \d\d:))?",
+    r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ",   # journald / syslog short
+    r"[\w.-]+(?:[-_]\d+)? +\| ",                                          # docker compose
+    r"\[(?:pod|deployment|job)/[^\]]+\] ",                                # kubectl logs --prefix
+    r"\[rank\d+\]: ",                                                     # torchrun / torch elastic
+    r"\[[\w.-]+\]: ",                                                     # a supervisor's "[name]: "
+    r"\[" + _TS + r" [DIWEF] \d+ \d+\] ",                                   # ray's C++ components
+    r"\[address=[^\]]*\] ",                                               # actor frameworks (xinference, xoscar)
+    r"\((?:raylet|autoscaler[^)]*|gcs_server|dashboard[^)]*)\) ",         # ray's own processes
+)))
+# A supervisor's logging header left after its timestamp: "name 1234 INFO", "- name - ERROR -", "INFO:root:".
+_SUPERVISOR = re.compile(
+    r"(?:- )?(?:[\w.]+ (?:\d+ )?(?:- )?)?(?:" + _LEVEL + r"|WARN)(?: +-)? +(?=\S)|" + _LEVEL + r":[\w.]+:")
+# Lines a fast path may skip without parsing: vLLM's own INFO/DEBUG records and uvicorn's INFO lines
+# ("INFO 0"/"INFO 1": the month of vLLM's timestamp, which a supervisor's "INFO 2024-..." never is).
+QUIET = ("INFO 0", "INFO 1", "DEBUG 0", "DEBUG 1", "INFO:  ", "DEBUG:  ")
+QUIET_LEVELS = ("INFO", "DEBUG")
+
+# Traceback lines that quote code, not errors; an exception line inside an ExceptionGroup ("  | X: y")
+# or indented by a supervisor is still an exception line.
+FRAME = re.compile(r"\s*(?:File \"|\^+\s*$|~*\^+[~^]*\s*$|Traceback \(most recent call last\))")
+_INDENTED_EXCEPTION = re.compile(r"\s*(?:\| ?)*(?=(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit)\b)")
+# Chained tracebacks print these between an inner and an outer exception.
+CHAIN = re.compile(r"(?:The above exception was the direct cause|During handling of the above exception)")
+_TRACEBACK = "Traceback (most recent call last):"
+_JOINED_TRACEBACK = re.compile(r"(?<=\S) (?=File \"|(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): )")
+
+
+class LogLine(object):
+    """One record split into process tag (proc, pid, ip), level, timestamp, source and message."""
+
+    __slots__ = ("raw", "proc", "pid", "ip", "level", "ts", "src", "msg")
+
+    def __init__(self, raw, proc, pid, level, ts, src, msg, ip=None):
+        self.raw, self.proc, self.pid, self.level, self.ts, self.src, self.msg = raw, proc, pid, level, ts, src, msg
+        self.ip = ip
+
+
+def parse_line(raw):
+    """Parse one record: vLLM's own format, uvicorn's, or a bare line (traceback, stderr)."""
+    raw = _ANSI.sub("", raw).rstrip("\r\n")
+    rest, proc, pid, ip = raw, None, None, None
+    m = _PREFIX.match(raw)
+    if m:
+        proc, pid, ip, rest = m.group("proc"), int(m.group("pid")), m.group("ip"), raw[m.end():]
+    m = _VLLM.match(rest)
+    if m:
+        return LogLine(raw, proc, pid, m.group("level"), m.group("ts"), m.group("src") or m.group("src0"),
+                       m.group("msg"), ip)
+    m = _UVICORN.match(rest)
+    if m:
+        return LogLine(raw, proc, pid, m.group("level"), None, "uvicorn", m.group("msg"), ip)
+    return LogLine(raw, proc, pid, None, None, None, rest, ip)
+
+
+def has_collector_prefix(line):
+    """True when the line starts as a collector writes it (so the whole log is worth normalising)."""
+    return line.startswith('{"log":') or _COLLECTOR.match(line) is not None
+
+
+def strip_collector(line):
+    """The line without collector and supervisor prefixes, and whether it is a CRI partial line (to be continued)."""
+    partial = False
+    if line.startswith('{"log":'):     # docker's json-file driver
+        try:
+            line = json.loads(line).get("log", line)
+        except ValueError:
+            pass
+        else:
+            partial = not line.endswith("\n")
+            line = line.rstrip("\n")
+    for _round in range(4):
+        m = _COLLECTOR.match(line)
+        if not m or not m.end():
+            break
+        if m.group("cri"):
+            partial = m.group("part") == "P"
+        line = line[m.end():]
+        if not m.group("cri") and m.group(0)[:1] in "[0123456789":
+            sup = _SUPERVISOR.match(line)
+            if sup and not _VLLM.match(line) and not _UVICORN.match(line):
+                line = line[sup.end():]
+    return line, partial
+
+
+def split_records(line):
+    """The vLLM records on one physical line (a list; usually the line itself)."""
+    line = _ANSI.sub("", line)
+    pieces = line.split("\r") if "\r" in line else [line]
+    out = []
+    for piece in pieces:
+        out.extend(_split_piece(piece))
+    return out or [""]
+
+
+def _split_piece(piece):
+    starts = [m.start() for m in _RECORD_ANYWHERE.finditer(piece)]
+    if not starts:
+        return _split_traceback(piece)
+    if starts[0] > 0:
+        head = piece[:starts[0]]
+        if _looks_like_message(head):
+            starts.insert(0, 0)
+        elif _PREFIX.match(piece) and _PREFIX.match(piece).end() == starts[0]:
+            starts[0] = 0           # the record's own process tag: part of the record
+        # else: a supervisor's prefix, dropped
+    bounds = starts + [len(piece)]
+    out = []
+    for a, b in zip(bounds, bounds[1:]):
+        out.extend(_split_traceback(piece[a:b].rstrip()))
+    return out
+
+
+def _looks_like_message(text):
+    text = text.strip()
+    return bool(text) and (FRAME.match(text) is not None or _INDENTED_EXCEPTION.match(text) is not None
+                           or text.endswith((".", ")", "'", "]")))
+
+
+def _split_traceback(record):
+    """A traceback pasted onto one line ("Traceback ...: File ... ValueError: x"), split into its lines."""
+    at = record.find(_TRACEBACK)
+    if at < 0 or len(record) - at < len(_TRACEBACK) + 8:
+        return [record]
+    end = at + len(_TRACEBACK)
+    head, body = record[:end], record[end:].strip()
+    return [head] + _JOINED_TRACEBACK.split(body)
+
+
+def records(line):
+    """Normalise one physical line into vLLM records: collector prefixes off, joined records apart."""
+    stripped, _partial = strip_collector(line)
+    return split_records(stripped)
+
+
+def exception_text(msg):
+    """The line's text without its indentation; None for a line of source code a traceback quotes.
+
+    Tracebacks indent code by four spaces; pydantic indents its messages by two; an exception inside an
+    ExceptionGroup stands after "| " bars.
+    """
+    if msg[:1] not in " \t|":
+        return msg
+    if not msg.startswith(("    ", "\t")) and "|" not in msg[:2]:
+        return msg.lstrip()
+    m = _INDENTED_EXCEPTION.match(msg)
+    return msg[m.end():] if m else None
+
+
+def is_continuation(prev, line):
+    """``line`` goes on with ``prev``'s sentence: a hard wrap, not a new record, frame or exception."""
+    if line.level is not None or prev.level is None and prev.proc != line.proc or line.proc != prev.proc:
+        return False
+    msg = line.msg
+    if not msg or msg[0] in " \t|" or FRAME.match(msg) or CHAIN.match(msg) or _INDENTED_EXCEPTION.match(msg):
+        return False
+    return not msg.startswith(("Process ", "usage:", "[rank", "Traceback"))

@@ -1,0 +1,441 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The watch over one start-up log: milestones, failure evidence, shutdowns, in bounded memory.
+
+``LogWatch`` reads blocks of lines (as ``log_follower`` delivers them) and keeps what matters: the
+milestones seen, the evidence each rule left (``vllm_log_signatures``), the first *certain* failure,
+whether a shutdown was requested, and a bounded tail. ``LogWatch.finding()`` picks the root cause:
+the highest layer, earliest first, so the wrappers vLLM prints after the real error ("Engine core
+initialization failed. See root cause above") never win over it.
+
+The work per block is a few C-speed passes (milestone needles, the quiet-prefix filter, a search for
+records hidden inside quiet lines); only the rest is parsed line by line, through
+``vllm_log_grammar`` when a collector rewrote the lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_grammar import (
+    FRAME,
+    QUIET,
+    QUIET_LEVELS,
+    LogLine,
+    exception_text,
+    has_collector_prefix,
+    is_continuation,
+    parse_line,
+    records,
+    split_records,
+    strip_collector,
+)
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_signatures import (
+    BARE_FAILURE,
+    DEFAULT_HINTS,
+    FAMILY_HINTS,
+    GENERIC,
+    MILESTONES,
+    NEW_PROCESS,
+    NOISE,
+    READY,
+    SHUTDOWN_MARK,
+    SIGNATURES,
+    TIMEOUT,
+    VALIDATION,
+    VALIDATION_HINTS,
+    VALIDATION_MSG,
+    VALUE_ERROR,
+    family_of,
+    user_signature,
+)
+
+_MAX_QUIET = 256
+_MAX_JOINED = 2             # continuation lines rejoined onto one record
+_FAILING_LEVELS = ("ERROR", "CRITICAL")
+# Levels whose record inside a quiet line ("INFO ... loading(APIServer pid=1) ERROR ...") must still be read.
+_HIDDEN = ("ERROR ", "CRITICAL ")
+
+
+class Evidence(object):
+    """A rule's first match: the line, where it was (for ordering) and when it was seen."""
+
+    __slots__ = ("signature", "match", "line", "order", "seen_at", "config_class", "field", "text", "kind", "reason")
+
+    def __init__(self, signature, match, line, order, seen_at):
+        self.signature, self.match, self.line, self.order, self.seen_at = signature, match, line, order, seen_at
+        self.config_class = self.field = self.text = self.kind = None
+        self.reason = signature.reason
+
+    @property
+    def priority(self):
+        return self.signature.priority
+
+    @property
+    def detail(self):
+        if self.signature is VALIDATION:
+            where = self.config_class + ("." + self.field if self.field else "")
+            return "%s: %s" % (where, self.text) if self.text else where
+        text = self.signature.render(self.signature.detail, self.match)
+        return "%s: %s" % (self.config_class, text) if self.config_class else text
+
+    @property
+    def hint(self):
+        if self.reason != self.signature.reason:
+            return FAMILY_HINTS[self.reason]     # a pydantic message whose words name another family
+        if self.signature is VALIDATION:
+            template = VALIDATION_HINTS.get(self.kind, "fix the {cls} settings as the detail says")
+            return template.format(field=self.field or "", cls=self.config_class, text=self.text or "")
+        return self.signature.render(self.signature.hint, self.match)
+
+
+class Sighting(object):
+    """When a milestone was first seen: the engine's clock, the line's own timestamp, and if read as backlog."""
+
+    __slots__ = ("seen_at", "ts", "backlog")
+
+    def __init__(self, seen_at, ts=None, backlog=False):
+        self.seen_at, self.ts, self.backlog = seen_at, ts, backlog
+
+
+class LogWatch(object):
+    """Everything a wait needs to know from the log read so far, in bounded memory."""
+
+    def __init__(self, fail_patterns=(), ready_patterns=(), tail_lines=40, seen=()):
+        self.user_signatures = [user_signature(i, spec) for i, spec in enumerate(fail_patterns or ())]
+        self.ready_regexes = []
+        for i, pattern in enumerate(ready_patterns or ()):
+            try:
+                self.ready_regexes.append(re.compile(pattern, re.M))
+            except re.error as e:
+                raise ValueError("ready_patterns[%d] is not a valid regex: %s" % (i, e))
+        self.tail = deque(maxlen=max(0, tail_lines))
+        self.milestones = dict((name, Sighting(None)) for name in seen)
+        self.evidence = {}
+        self.fatal = None
+        self.shutdown = False
+        self._shutdown_pid = None
+        self.ready_pattern_seen = "ready_pattern" in self.milestones
+        self._block = 0
+        self._quiet = QUIET
+        self._validation = None
+        self._validation_lines = 0
+        self._collected = False     # a collector prefixes the lines: normalise every block
+        self._partial = ""          # a CRI partial line waiting for its end
+        self._open = None           # the last failing record, which a hard-wrapped line may continue
+        self._joined = 0
+
+    @property
+    def log_ready(self):
+        """The log (since the offset) says the HTTP server is up."""
+        return "app_startup_complete" in self.milestones or self.ready_pattern_seen
+
+    def last_milestone(self):
+        seen = [name for name in _MILESTONE_ORDER if name in self.milestones]
+        return seen[-1] if seen else None
+
+    def feed(self, block, now=None, backlog=False):
+        """Take a block of complete lines (joined by newlines)."""
+        self._block += 1
+        if self.tail.maxlen:
+            self.tail.extend(block.rsplit("\n", self.tail.maxlen)[-self.tail.maxlen:])
+        if not self._collected:
+            first = block[:block.find("\n")] if "\n" in block else block
+            self._collected = has_collector_prefix(first.lstrip("\x00"))
+        if self._collected:
+            block = self._normalise(block)
+        self._spot_milestones(block, now, backlog)
+        self._scan_outside_shutdowns(block, now)
+        if not self.ready_pattern_seen:
+            for regex in self.ready_regexes:
+                if regex.search(block):
+                    self.ready_pattern_seen = True
+                    self.milestones.setdefault("ready_pattern", Sighting(now, None, backlog))
+                    break
+
+    def _normalise(self, block):
+        out = []
+        for line in block.split("\n"):
+            text, partial = strip_collector(line)
+            if self._partial:
+                text, self._partial = self._partial + text, ""
+            if partial:
+                self._partial = text
+                continue
+            out.extend(split_records(text))
+        return "\n".join(out)
+
+    def _scan_outside_shutdowns(self, block, now):
+        """Scan for failures, except in what a process prints after its shutdown was requested.
+
+        After ``shutdown triggered`` the errors of the stopping server (EngineDeadError...) are noise, until
+        another process speaks: a restart writes the old server's shutdown and the new server's start
+        into the same log, and the new server's failure must still count.
+        """
+        while block:
+            if self.shutdown:
+                block = self._after_shutdown(block)
+                if not block:
+                    return
+            mark = block.find(SHUTDOWN_MARK)
+            if mark < 0:
+                self._scan(block, now)
+                return
+            self._scan(block[:block.rfind("\n", 0, mark) + 1], now)
+            self.shutdown = True
+            self._shutdown_pid = parse_line(_line_at(block, mark)).pid
+            end = block.find("\n", mark)
+            block = block[end + 1:] if end >= 0 else ""
+
+    def _after_shutdown(self, block):
+        """The part of ``block`` from the first line of another process on (clearing the shutdown), or ''."""
+        for m in NEW_PROCESS.finditer(block):
+            pid = m.group("pid")
+            if pid is not None and (self._shutdown_pid is None or int(pid) == self._shutdown_pid):
+                continue
+            self.shutdown = False
+            return block[m.start():]
+        return ""
+
+    def finding(self):
+        """The root-cause evidence: highest priority, then earliest; None when the log shows no failure."""
+        best = None
+        for ev in self.evidence.values():
+            if best is None or (ev.priority, _neg(ev.order)) > (best.priority, _neg(best.order)):
+                best = ev
+        return best
+
+    def engine_death_seen(self):
+        return any(ev.reason == "engine_died" for ev in self.evidence.values())
+
+    def explain(self, default_reason):
+        """(reason, detail, hint, evidence) of a failed start; ``default_reason`` when the log explains nothing.
+
+        An exception no rule places is the root cause but names no reason: the start ended as
+        ``default_reason`` (``engine_died`` when the engine reported its death), with the exception's hint,
+        never the hint of a death without a Python error.
+        """
+        ev = self.finding()
+        if ev is None:
+            return default_reason, "", DEFAULT_HINTS.get(default_reason, ""), None
+        if ev.reason is not None:
+            return ev.reason, ev.detail, ev.hint, ev
+        reason = "engine_died" if default_reason == "engine_died" or self.engine_death_seen() else default_reason
+        return reason, ev.detail, ev.hint, ev
+
+    def _spot_milestones(self, block, now, backlog):
+        for name, needles in MILESTONES:
+            if name in self.milestones:
+                continue
+            for needle in needles:
+                pos = block.find(needle)
+                if pos >= 0:
+                    line = parse_line(_line_at(block, pos))
+                    self.milestones[name] = Sighting(now, line.ts, backlog)
+                    break
+
+    def _scan(self, text, now):
+        quiet = self._quiet
+        lines = text.split("\n")
+        picked = [(i, l) for i, l in enumerate(lines) if l and not l.startswith(quiet)]
+        hidden = _hidden_records(text, quiet)
+        if hidden:
+            picked = sorted(set(picked) | set((i, lines[i]) for i in hidden))
+        for index, raw in picked:
+            for record in records(raw) if len(raw) > 40 else (raw,):
+                self._examine(record, index, now)
+        for sig in self.user_signatures:
+            if sig.name not in self.evidence:
+                m = sig.regex.search(text)
+                if m:
+                    self._record(sig, m, parse_line(_line_at(text, m.start())), text.count("\n", 0, m.start()), now)
+
+    def _examine(self, raw, pos, now):
+        line = parse_line(raw)
+        if line.level in QUIET_LEVELS:
+            if line.proc is not None and len(self._quiet) < _MAX_QUIET:
+                prefix = raw[:raw.index(line.level)]
+                self._quiet += tuple(prefix + q for q in QUIET)
+            self._open = None
+            return
+        context = None
+        if self._validation is not None:
+            consumed, context = self._continue_validation(line, pos, now)
+            if consumed:
+                return
+        found = self._classify(line, line.msg, pos, now, context)
+        if found is None and self._open is not None and self._joined < _MAX_JOINED and is_continuation(self._open, line):
+            # A sentence hard-wrapped over two lines: read it whole.
+            prev = self._open
+            joiner = "" if prev.msg.endswith((" ", "-")) else " "
+            joined = LogLine(prev.raw + joiner + line.msg, prev.proc, prev.pid, prev.level, prev.ts, prev.src,
+                             prev.msg + joiner + line.msg, prev.ip)
+            self._joined += 1
+            self._classify(joined, joined.msg, pos, now, context)
+            self._open = joined
+            return
+        if found is not None or line.level in _FAILING_LEVELS:
+            self._open, self._joined = line, 0
+        elif line.level is not None or not line.msg.strip() or FRAME.match(line.msg):
+            self._open = None
+
+    def _classify(self, line, msg, pos, now, context):
+        """Record what the record proves, layer by layer; the evidence, or None when it proves nothing."""
+        if not msg.strip() or FRAME.match(msg) or NOISE.search(msg):
+            return None
+        text = exception_text(msg)
+        if text is None:
+            return None         # a line of source code quoted by a traceback
+        for sig in SIGNATURES:
+            if sig.needle in text:
+                m = sig.regex.search(text)
+                if m:
+                    ev = self._record(sig, m, line, pos, now)
+                    if ev is not None:
+                        ev.config_class = context
+                    return ev or self.evidence[sig.name]
+        m = VALIDATION.regex.search(text)
+        if m:
+            ev = self._record(VALIDATION, m, line, pos, now)
+            if ev is not None:
+                ev.config_class = m.group("cls")
+                self._validation, self._validation_lines = ev, 0
+            return ev or self.evidence[VALIDATION.name]
+        if context is not None:
+            return None         # the message of a ValidationError already recorded: it told its reason there
+        m = VALUE_ERROR.regex.match(text)
+        if m:
+            ev = self._record(VALUE_ERROR, m, line, pos, now)
+            if ev is not None:
+                ev.reason = _family_reason(None, m.group("text")) or ev.reason
+            return ev
+        if line.level == "WARNING":
+            return None         # a warning proves a failure only through an exact signature
+        m = GENERIC.regex.match(text)
+        if m is None and line.level not in _FAILING_LEVELS and not BARE_FAILURE.match(text):
+            return None
+        exc = (m.group("inner") or m.group("exc") or m.group("qexc")) if m else None
+        words = (m.group("text") or "") if m else text
+        family, sig = family_of(exc, words)
+        ev = None
+        if family is not None:
+            ev = self._record(sig, sig.regex.match(text), line, pos, now)
+        if m:
+            generic = self._record(GENERIC, m, line, pos, now)
+            ev = ev or generic
+        return ev
+
+    def _continue_validation(self, line, pos, now):
+        """Fill the pending ValidationError's field and message.
+
+        Returns (consumed, config_class): the field line is consumed; the message line is not (a specific
+        signature may know it) but carries the class, and becomes the evidence's line: it, not the
+        "N validation error for XConfig" header, says what is wrong.
+        """
+        ev = self._validation
+        self._validation_lines += 1
+        if self._validation_lines > 4 or (line.proc != ev.line.proc and line.proc is not None):
+            self._validation = None
+            return False, None
+        msg = line.msg.rstrip()
+        if not msg.strip():
+            return True, None
+        if msg[0] not in " \t":
+            if ev.field is None and re.match(r"^[\w.\[\]-]+$", msg):
+                ev.field = msg
+                return True, None
+            self._validation = None
+            return False, None
+        m = VALIDATION_MSG.match(msg)
+        ev.text, ev.kind = m.group("text"), m.group("type")
+        if msg.lstrip().startswith("Value error,"):
+            ev.kind = ev.kind or "value_error"
+        ev.line, ev.order = line, (self._block, pos)
+        ev.reason = _family_reason(None, ev.text) or ev.reason
+        self._validation = None
+        return False, ev.config_class
+
+    def _record(self, sig, match, line, pos, now):
+        if self.shutdown or sig.name in self.evidence:
+            return None
+        ev = Evidence(sig, match, line, (self._block, pos), now)
+        self.evidence[sig.name] = ev
+        if sig.certain and self.fatal is None:
+            self.fatal = ev
+        return ev
+
+
+_MILESTONE_ORDER = tuple(milestone[0] for milestone in MILESTONES) + ("http_ready",)
+
+
+def _family_reason(exc, text):
+    """The reason a family gives the text, when it is not a plain configuration error."""
+    family, _sig = family_of(exc, text or "")
+    return family.reason if family is not None and family.reason != "config_error" else None
+
+
+def _hidden_records(text, quiet):
+    """Indexes of quiet lines that carry a failing record after their start (joined records)."""
+    found = set()
+    for needle in _HIDDEN:
+        pos = text.find(needle)
+        while pos >= 0:
+            start = text.rfind("\n", 0, pos) + 1
+            if pos > start and text.startswith(quiet, start) and text[pos + len(needle):pos + len(needle) + 2].isdigit():
+                found.add(text.count("\n", 0, start))
+            pos = text.find(needle, pos + 1)
+    return found
+
+
+def _neg(order):
+    return (-order[0], -order[1])
+
+
+def _line_at(block, pos):
+    start = block.rfind("\n", 0, pos) + 1
+    end = block.find("\n", pos)
+    return block[start:] if end < 0 else block[start:end]
+
+
+def classify_lines(lines, fail_patterns=(), ready_patterns=()):
+    """Replay a whole log (an iterable of lines) through a fresh LogWatch."""
+    watch = LogWatch(fail_patterns, ready_patterns)
+    watch.feed("\n".join(line.rstrip("\n") for line in lines))
+    return watch
+
+
+_BIND_LINES = 3
+_SERVING = re.compile(r"Uvicorn running on|\" \d{3}|HTTP/1\.[01]\" ")
+
+
+def replay(lines, exited):
+    """What ``vllm_wait`` reports for a finished log: (reason, evidence or None, watch).
+
+    ``exited`` says whether the process had ended when the log stops. The wait ends at the first certain
+    failure, or at ready (``Application startup complete.``, when /health answers): what a request
+    prints after that is not read. Otherwise an ended process is explained from the log, and a live one
+    that never got ready is a timeout.
+    """
+    lines = [line.rstrip("\n") for line in lines]
+    watch = LogWatch()
+    for index, line in enumerate(lines):
+        if "Application startup complete." in line:
+            # uvicorn binds the port after this line (in releases that do not bind it first), so its bind
+            # error follows at once; a request, or "Uvicorn running on", shows that it did bind.
+            end = index + 1
+            while end < min(len(lines), index + 1 + _BIND_LINES) and not _SERVING.search(lines[end - 1]):
+                end += 1
+            watch.feed("\n".join(lines[:end]))
+            if watch.fatal is None:
+                return READY, None, watch
+            return watch.explain("engine_died")[0], watch.finding(), watch
+    watch.feed("\n".join(lines))
+    if watch.fatal is not None:
+        return watch.explain("engine_died")[0], watch.finding(), watch
+    if exited:
+        if watch.shutdown and watch.finding() is None:
+            return "process_exited", None, watch
+        reason, _detail, _hint, ev = watch.explain("process_exited")
+        return reason, ev, watch
+    return TIMEOUT, watch.finding(), watch
