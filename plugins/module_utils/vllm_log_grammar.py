@@ -50,13 +50,13 @@ _TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d| ?UTC)?
 _COLLECTOR = re.compile("|".join((
     r"(?P<cri>" + _TS + r" (?:stdout|stderr) (?P<part>[FP]) )",            # Kubernetes CRI (containerd, CRI-O)
     # docker -t, ISO stamps, and a level after them that is not vLLM's ("INFO 06-01 ...") nor uvicorn's ("INFO:   ")
+    r"\[" + _TS + r" [DIWEF] \d+ \d+\] ",                                   # ray's C++ components
     r"\[?" + _TS + r"\]?(?: ?[|:-])? (?:\[?(?:" + _LEVEL + r"|WARN)\]?(?: ?[|-]| ?:(?!\s\s))? (?!\d\d-\d\d \d\d:))?",
     r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ",   # journald / syslog short
     r"[\w.-]+(?:[-_]\d+)? +\| ",                                          # docker compose
     r"\[(?:pod|deployment|job)/[^\]]+\] ",                                # kubectl logs --prefix
     r"\[rank\d+\]: ",                                                     # torchrun / torch elastic
     r"\[[\w.-]+\]: ",                                                     # a supervisor's "[name]: "
-    r"\[" + _TS + r" [DIWEF] \d+ \d+\] ",                                   # ray's C++ components
     r"\[address=[^\]]*\] ",                                               # actor frameworks (xinference, xoscar)
     r"\((?:raylet|autoscaler[^)]*|gcs_server|dashboard[^)]*)\) ",         # ray's own processes
 )))
@@ -72,6 +72,8 @@ QUIET_LEVELS = ("INFO", "DEBUG")
 # or indented by a supervisor is still an exception line.
 FRAME = re.compile(r"\s*(?:File \"|\^+\s*$|~*\^+[~^]*\s*$|Traceback \(most recent call last\))")
 _INDENTED_EXCEPTION = re.compile(r"\s*(?:\| ?)*(?=(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit)\b)")
+# Source lines whose indentation a paste lost: statements, assignments, calls of lower-case names.
+_CODE = re.compile(r"(?:raise|return|await|yield|assert) |[a-z_][a-z0-9_.]*(?:\[[^\]]*\])? [+-]?= |[a-z_][a-z0-9_.]*\(")
 # Chained tracebacks print these between an inner and an outer exception.
 CHAIN = re.compile(r"(?:The above exception was the direct cause|During handling of the above exception)")
 _TRACEBACK = "Traceback (most recent call last):"
@@ -90,7 +92,9 @@ class LogLine(object):
 
 def parse_line(raw):
     """Parse one record: vLLM's own format, uvicorn's, or a bare line (traceback, stderr)."""
-    raw = _ANSI.sub("", raw).rstrip("\r\n")
+    if "\x1b" in raw:
+        raw = _ANSI.sub("", raw)
+    raw = raw.rstrip("\r\n")
     rest, proc, pid, ip = raw, None, None, None
     m = _PREFIX.match(raw)
     if m:
@@ -137,7 +141,8 @@ def strip_collector(line):
 
 def split_records(line):
     """The vLLM records on one physical line (a list; usually the line itself)."""
-    line = _ANSI.sub("", line)
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
     pieces = line.split("\r") if "\r" in line else [line]
     out = []
     for piece in pieces:
@@ -181,8 +186,9 @@ def _split_traceback(record):
 
 def records(line):
     """Normalise one physical line into vLLM records: collector prefixes off, joined records apart."""
-    stripped, _partial = strip_collector(line)
-    return split_records(stripped)
+    if not line.startswith(("(",) + LEVELS):        # vLLM's own line needs no collector stripped
+        line = strip_collector(line)[0]
+    return split_records(line)
 
 
 def exception_text(msg):
@@ -192,7 +198,7 @@ def exception_text(msg):
     ExceptionGroup stands after "| " bars.
     """
     if msg[:1] not in " \t|":
-        return msg
+        return None if _CODE.match(msg) else msg
     if not msg.startswith(("    ", "\t")) and "|" not in msg[:2]:
         return msg.lstrip()
     m = _INDENTED_EXCEPTION.match(msg)
@@ -200,10 +206,17 @@ def exception_text(msg):
 
 
 def is_continuation(prev, line):
-    """``line`` goes on with ``prev``'s sentence: a hard wrap, not a new record, frame or exception."""
-    if line.level is not None or prev.level is None and prev.proc != line.proc or line.proc != prev.proc:
+    """``line`` goes on with ``prev``'s sentence: a hard wrap, not a new record, frame, exception or report."""
+    if line.level is not None or line.proc not in (None, prev.proc):
         return False
     msg = line.msg
     if not msg or msg[0] in " \t|" or FRAME.match(msg) or CHAIN.match(msg) or _INDENTED_EXCEPTION.match(msg):
         return False
-    return not msg.startswith(("Process ", "usage:", "[rank", "Traceback"))
+    return _STANDALONE.match(msg) is None and _CODE.match(msg) is None
+
+
+# Bare lines that stand on their own after an error: crash reports, compiler and linker output, prompts.
+_STANDALONE = re.compile(
+    r"Process |usage:|\[rank|Traceback|Segmentation fault|Bus error|Aborted|Killed|Fatal Python error|\*\*\* |"
+    r"\S*\bld(?:\.\w+)?: |collect2: |\S+: (?:fatal )?error: |error: |fatal error: |\S+\.\w+:\d+|\w[\w.-]* serve: |"
+    r"\w+:\d+:\d+ \[\d+\]|Do you wish to run|\d+ validation errors? for ")

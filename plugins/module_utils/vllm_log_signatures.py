@@ -48,12 +48,12 @@ NEW_PROCESS = re.compile(r"^(?:\(APIServer pid=(?P<pid>\d+)\)|usage: |[\w.-]+(?:
 
 MILESTONES = (
     ("api_server_up", ("vLLM server version", "non-default args", "\u2588")),
-    ("engine_init", ("Initializing a V1 LLM engine", "Initializing an LLM engine")),
+    ("engine_init", (" LLM engine (v",)),          # V0 "Initializing an LLM engine (v0.6.3)", V1 "a V1 LLM engine (v0.20.2)"
     ("weights_loaded", ("Loading weights took", "Model loading took")),
-    ("kv_cache_sized", ("KV cache size", "Available KV cache memory", "for KV cache on node", "# GPU blocks:")),
+    ("kv_cache_sized", ("KV cache size", "Available KV cache memory", "for KV cache on node")),
     ("cuda_graphs_captured", ("Graph capturing finished",)),
     ("engine_ready", ("init engine (profile, create kv cache",)),
-    ("server_starting", ("Starting vLLM server on", "Starting vLLM API server", "Uvicorn running on")),
+    ("server_starting", ("Starting vLLM server on", "Starting vLLM API server")),
     ("app_startup_complete", ("Application startup complete.",)),
 )
 MILESTONE_ORDER = tuple(milestone[0] for milestone in MILESTONES) + ("http_ready",)
@@ -67,10 +67,12 @@ class Signature(object):
     while the process lives; the others only explain a death.
     """
 
-    __slots__ = ("name", "reason", "needle", "regex", "detail", "hint", "priority", "certain")
+    __slots__ = ("name", "reason", "needle", "needles", "regex", "detail", "hint", "priority", "certain")
 
     def __init__(self, name, reason, needle, pattern, detail=None, hint="", priority=ROOT, certain=True, flags=0):
-        self.name, self.reason, self.needle = name, reason, needle
+        self.name, self.reason = name, reason
+        # A substring every match holds (or a tuple of them), so that most lines skip the regex.
+        self.needle, self.needles = (needle, None) if isinstance(needle, str) else ("", tuple(needle))
         self.regex = re.compile(pattern, flags)
         self.detail, self.hint, self.priority, self.certain = detail, hint, priority, certain
 
@@ -134,7 +136,7 @@ SIGNATURES = (
               r"ModuleNotFoundError: No module named '(?P<mod>[\w.]+)'", "{mod}",
               "install the Python package that provides '{mod}' into the vLLM venv", TYPED, certain=False),
     # a compiler's or linker's own diagnostic says more than the CalledProcessError that reports its exit
-    Signature("build_failure", "missing_dependency", "",
+    Signature("build_failure", "missing_dependency", ("fatal error: ", "cannot find -l", "undefined reference"),
               r"fatal error: (?P<what>[^:]+: No such file or directory|.*)|cannot find -l(?P<lib>\S+)|"
               r"undefined reference to `(?P<sym>[^']+)'",
               lambda m: "building a compiled extension failed: " + (
@@ -219,7 +221,7 @@ SIGNATURES = (
               r"Selected backend (?P<b>\w+) is not valid for this configuration\. Reason: (?P<why>.*)",
               "backend {b}: {why}",
               "DFlash needs non-causal attention: pass --attention-backend flash_attn (FLASH_ATTN or FLEX_ATTENTION)"),
-    Signature("attention_backend_missing", "config_error", "",
+    Signature("attention_backend_missing", "config_error", ("No valid attention backend", "non-causal support"),
               r"No valid attention backend found|does not have non-causal support, which is required for DFlash", None,
               "DFlash needs non-causal attention: pass --attention-backend flash_attn (FLASH_ATTN or FLEX_ATTENTION)"),
     Signature("cpu_attention", "config_error", "Unsupported CPU attention configuration",
@@ -229,7 +231,7 @@ SIGNATURES = (
     Signature("parser", "config_error", "parser:",
               r"invalid (?P<kind>tool call|reasoning) parser: (?P<name>[^\s(']+)", "unknown {kind} parser '{name}'",
               "pick a parser this vLLM lists (e.g. --tool-call-parser qwen3_coder, --reasoning-parser qwen3)"),
-    Signature("trust_remote_code", "config_error", "",
+    Signature("trust_remote_code", "config_error", ("If the model is a custom model", "requires you to execute the", "contains custom code"),
               r"Failed to load the model config\. If the model is a custom model|requires you to execute the "
               r"(?:configuration|tokenizer|modeling) file in that repo|contains custom code which must be executed",
               "the model's custom code needs remote code",
@@ -265,7 +267,7 @@ SIGNATURES = (
               "pre-download the model into HF_HOME on the host, or allow downloads (unset HF_HUB_OFFLINE)"),
     Signature("hf_repo_missing", "model_not_found", "RepositoryNotFoundError",
               r"^(?:[\w.]+\.)?RepositoryNotFoundError: (?P<why>.*)", "{why}", _MODEL_HINT),
-    Signature("hf_gated", "model_not_found", "",
+    Signature("hf_gated", "model_not_found", ("ated repo", "is restricted", "401 Client Error"),
               r"GatedRepoError|Cannot access gated repo|Access to model .* is restricted|401 Client Error", None, _GATED_HINT),
     # -- NCCL's own warnings: they quote errno texts ("Address already in use") that are not vLLM's failure
     Signature("cuda_driver_old", "gpu_unavailable", "driver version is insufficient",
@@ -291,12 +293,12 @@ SIGNATURES = (
               "world size {ws} > {gpus} available GPU(s)",
               "expose at least tensor_parallel_size x pipeline_parallel_size GPUs (CUDA_VISIBLE_DEVICES, container "
               "device requests) or lower --tensor-parallel-size"),
-    Signature("no_gpu", "gpu_unavailable", "",
+    Signature("no_gpu", "gpu_unavailable", ("CUDA", "NVIDIA", "device type"),
               r"No CUDA GPUs are available|no CUDA-capable device is detected|Found no NVIDIA driver on your system|"
               r"CUDA driver initialization failed|Failed to infer device type",
               None, "check the NVIDIA driver (nvidia-smi), CUDA_VISIBLE_DEVICES and the container's GPU access"),
     # -- distributed_error
-    Signature("nccl", "distributed_error", "", r"DistBackendError|NCCL error(?: in: (?P<where>[^,]*))?", None, _NCCL_HINT,
+    Signature("nccl", "distributed_error", ("DistBackendError", "NCCL error"), r"DistBackendError|NCCL error(?: in: (?P<where>[^,]*))?", None, _NCCL_HINT,
               TYPED),
     Signature("gloo_netlink", "distributed_error", "Address family not supported by protocol",
               r"gloo.*Address family not supported by protocol", "gloo could not enumerate network interfaces",
@@ -324,16 +326,16 @@ SIGNATURES = (
               r"(?: \(?exit ?code:? (?P<code>[^),]*)\)?)?",
               lambda m: "worker %s died (exit code: %s)" % (m.group("name"), m.group("code") or "None"), _KILLED_HINT,
               ENGINE_GONE),
-    Signature("peer_lost", "engine_died", "",
+    Signature("peer_lost", "engine_died", ("BrokenPipeError", "ConnectionResetError", "EOFError", "CancelledError", "cancelled"),
               r"^(?:[\w.]+\.)?(?P<exc>BrokenPipeError|ConnectionResetError|EOFError|CancelledError)\b|"
               r"^RuntimeError: cancelled$",
               "a vLLM process lost its peer (another engine process died first)", _KILLED_HINT, ENGINE_DEAD,
               certain=False),
-    Signature("crash", "engine_died", "",
+    Signature("crash", "engine_died", ("Segmentation fault", "Bus error", "Aborted", "Killed", "Fatal Python error"),
               r"^(?:Segmentation fault|Bus error|Aborted|Killed)\b|Fatal Python error: (?P<what>[\w ]+)",
               lambda m: "a vLLM process crashed (%s)" % (m.group("what") or m.group(0).split()[0]),
               _KILLED_HINT, ENGINE_GONE, certain=False),
-    Signature("ray_worker_died", "engine_died", "",
+    Signature("ray_worker_died", "engine_died", ("died", "Died", "RayActorError", "exited unexpectedly"),
               r"A worker died or was killed while executing|The actor died unexpectedly|ActorDiedError|RayActorError|"
               r"(?:actor|worker) (?:\S+ )?(?:died|exited) unexpectedly",
               "a Ray worker of vLLM died", _KILLED_HINT, ENGINE_GONE, certain=False),
@@ -359,7 +361,7 @@ SIGNATURES = (
     Signature("v0_engine_failed", "engine_died", "failed to start",
               r"Engine process failed to start|API server process failed to start|Engine core proc \S+ failed to start"
               r"|Process \S+ failed to start", None, "the engine died during start-up", WRAPPER),
-    Signature("rpc_failed", "engine_died", "",
+    Signature("rpc_failed", "engine_died", ("collective_rpc", "Error executing method"),
               r"Call to collective_rpc method failed|Error executing method '?\w+'?\. This might cause deadlock",
               None, "a worker raised: see its traceback above", WRAPPER),
 )

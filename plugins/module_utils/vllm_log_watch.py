@@ -55,7 +55,7 @@ _MAX_QUIET = 256
 _MAX_JOINED = 2             # continuation lines rejoined onto one record
 _FAILING_LEVELS = ("ERROR", "CRITICAL")
 # Levels whose record inside a quiet line ("INFO ... loading(APIServer pid=1) ERROR ...") must still be read.
-_HIDDEN = ("ERROR ", "CRITICAL ")
+_HIDDEN = "ERROR "
 
 
 class Evidence(object):
@@ -125,6 +125,7 @@ class LogWatch(object):
         self._partial = ""          # a CRI partial line waiting for its end
         self._open = None           # the last failing record, which a hard-wrapped line may continue
         self._joined = 0
+        self._open_evidence = []
 
     @property
     def log_ready(self):
@@ -264,21 +265,30 @@ class LogWatch(object):
             consumed, context = self._continue_validation(line, pos, now)
             if consumed:
                 return
-        found = self._classify(line, line.msg, pos, now, context)
-        if found is None and self._open is not None and self._joined < _MAX_JOINED and is_continuation(self._open, line):
-            # A sentence hard-wrapped over two lines: read it whole.
-            prev = self._open
-            joiner = "" if prev.msg.endswith((" ", "-")) else " "
-            joined = LogLine(prev.raw + joiner + line.msg, prev.proc, prev.pid, prev.level, prev.ts, prev.src,
-                             prev.msg + joiner + line.msg, prev.ip)
-            self._joined += 1
-            self._classify(joined, joined.msg, pos, now, context)
-            self._open = joined
+        if self._open is not None and self._joined < _MAX_JOINED and is_continuation(self._open, line):
+            self._continue_record(line, pos, now, context)
             return
-        if found is not None or line.level in _FAILING_LEVELS:
+        before = len(self.evidence)
+        self._classify(line, line.msg, pos, now, context)
+        if len(self.evidence) > before or line.level in _FAILING_LEVELS:
             self._open, self._joined = line, 0
+            self._open_evidence = [ev for ev in self.evidence.values() if ev.line is line]
         elif line.level is not None or not line.msg.strip() or FRAME.match(line.msg):
             self._open = None
+
+    def _continue_record(self, line, pos, now, context):
+        """A sentence hard-wrapped over two lines: read it whole, and let its evidence quote it whole."""
+        prev = self._open
+        joiner = "" if prev.msg.endswith((" ", "-")) else " "
+        joined = LogLine(prev.raw + joiner + line.msg, prev.proc, prev.pid, prev.level, prev.ts, prev.src,
+                         prev.msg + joiner + line.msg, prev.ip)
+        for ev in self._open_evidence:
+            ev.line = joined
+        self._joined += 1
+        before = set(self.evidence)
+        self._classify(joined, joined.msg, pos, now, context)
+        self._open = joined
+        self._open_evidence += [ev for name, ev in self.evidence.items() if name not in before]
 
     def _classify(self, line, msg, pos, now, context):
         """Record what the record proves, layer by layer; the evidence, or None when it proves nothing."""
@@ -288,13 +298,17 @@ class LogWatch(object):
         if text is None:
             return None         # a line of source code quoted by a traceback
         for sig in SIGNATURES:
-            if sig.needle in text:
-                m = sig.regex.search(text)
-                if m:
-                    ev = self._record(sig, m, line, pos, now)
-                    if ev is not None:
-                        ev.config_class = context
-                    return ev or self.evidence[sig.name]
+            if sig.needles is None:
+                if sig.needle not in text:
+                    continue
+            elif not any(needle in text for needle in sig.needles):
+                continue
+            m = sig.regex.search(text)
+            if m:
+                ev = self._record(sig, m, line, pos, now)
+                if ev is not None:
+                    ev.config_class = context
+                return ev or self.evidence[sig.name]
         m = VALIDATION.regex.search(text)
         if m:
             ev = self._record(VALIDATION, m, line, pos, now)
@@ -377,14 +391,13 @@ def _family_reason(exc, text):
 
 def _hidden_records(text, quiet):
     """Indexes of quiet lines that carry a failing record after their start (joined records)."""
-    found = set()
-    for needle in _HIDDEN:
-        pos = text.find(needle)
-        while pos >= 0:
-            start = text.rfind("\n", 0, pos) + 1
-            if pos > start and text.startswith(quiet, start) and text[pos + len(needle):pos + len(needle) + 2].isdigit():
-                found.add(text.count("\n", 0, start))
-            pos = text.find(needle, pos + 1)
+    found, size = set(), len(_HIDDEN)
+    pos = text.find(_HIDDEN)
+    while pos >= 0:
+        start = text.rfind("\n", 0, pos) + 1
+        if pos > start and text.startswith(quiet, start) and text[pos + size:pos + size + 2].isdigit():
+            found.add(text.count("\n", 0, start))
+        pos = text.find(_HIDDEN, pos + 1)
     return found
 
 
