@@ -203,6 +203,11 @@ SIGNATURES = (
     Signature("mamba_block_budget", "config_error", "In Mamba cache align mode",
               r"In Mamba cache align mode, block_size \((?P<b>\d+)\) must be <= max_num_batched_tokens \((?P<m>\d+)\)",
               "attention block {b} > max_num_batched_tokens {m}", "raise --max-num-batched-tokens to at least {b}"),
+    Signature("max_model_len_derived", "config_error", "is greater than the derived max_model_len",
+              r"User-specified max_model_len \((?P<want>\d+)\) is greater than the derived max_model_len "
+              r"\((?P<why>[^)]*)\)", "max_model_len {want} > what the model allows ({why})",
+              "lower --max-model-len to the model's context length, or set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 if the model "
+              "really supports more (RoPE scaling)"),
     Signature("batched_below_len", "config_error", "is smaller than max_model_len",
               r"max_num_batched_tokens \((?P<b>\d+)\) is smaller than max_model_len \((?P<l>\d+)\)",
               "max_num_batched_tokens {b} < max_model_len {l}",
@@ -466,7 +471,10 @@ FAMILIES = (
            r"[Gg]ated repo|40[134] Client Error|Unauthorized|Invalid repository ID|No such file or directory|"
            r"Cannot find any (?:of the )?model weights|[Nn]o (?:model )?weights? (?:files? )?found|"
            r"couldn't connect to 'https://huggingface\.co'|outgoing traffic has been disabled|"
-           r"Incorrect path_or_model_id|not found in the (?:local )?cache|config\.json|[Nn]ot a directory|"
+           r"Incorrect path_or_model_id|not found in the (?:local )?cache|[Nn]ot a directory|"
+           r"(?:[Nn]o|missing|find|named|locate|open) (?:\S+ )?config\.json|config\.json(?: file)? (?:not found|is missing)|"
+           r"No supported config format|Could not detect config format|no config file found|"
+           r"config file at .* is not a valid JSON|"
            r"offline mode is enabled|HF_HUB_OFFLINE",
            _MODEL_HINT),
     Family("distributed_error", ("DistBackendError", "DistNetworkError", "DistStoreError", "DistError"),

@@ -19,6 +19,7 @@ import re
 from collections import deque
 
 from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_grammar import (
+    CHAIN,
     FRAME,
     QUIET,
     QUIET_LEVELS,
@@ -61,12 +62,15 @@ _HIDDEN = "ERROR "
 class Evidence(object):
     """A rule's first match: the line, where it was (for ordering) and when it was seen."""
 
-    __slots__ = ("signature", "match", "line", "order", "seen_at", "config_class", "field", "text", "kind", "reason")
+    __slots__ = ("signature", "match", "line", "order", "seen_at", "config_class", "field", "text", "kind", "reason",
+                 "chain", "root_line")
 
-    def __init__(self, signature, match, line, order, seen_at):
+    def __init__(self, signature, match, line, order, seen_at, chain=None):
         self.signature, self.match, self.line, self.order, self.seen_at = signature, match, line, order, seen_at
         self.config_class = self.field = self.text = self.kind = None
         self.reason = signature.reason
+        self.chain = chain          # the chained traceback the line ends, if any
+        self.root_line = None       # set by LogWatch.finding(): the innermost line of the same cause
 
     @property
     def priority(self):
@@ -126,6 +130,8 @@ class LogWatch(object):
         self._open = None           # the last failing record, which a hard-wrapped line may continue
         self._joined = 0
         self._open_evidence = []
+        self._chains = {}           # (proc, pid) -> [chain number, a chain marker was the last word]
+        self._chain_count = 0
 
     @property
     def log_ready(self):
@@ -200,11 +206,23 @@ class LogWatch(object):
         return ""
 
     def finding(self):
-        """The root-cause evidence: highest priority, then earliest; None when the log shows no failure."""
+        """The root-cause evidence: highest priority, then earliest; None when the log shows no failure.
+
+        Its ``root_line`` is the line to quote: in a chained traceback ("The above exception was the direct
+        cause of the following exception"), the innermost exception of the same reason, whose words the
+        outer ones only rephrase.
+        """
         best = None
         for ev in self.evidence.values():
             if best is None or (ev.priority, _neg(ev.order)) > (best.priority, _neg(best.order)):
                 best = ev
+        if best is not None:
+            root = best
+            if best.chain is not None and best.reason is not None:
+                for ev in self.evidence.values():
+                    if ev.chain == best.chain and ev.reason == best.reason and ev.order < root.order:
+                        root = ev
+            best.root_line = root.line
         return best
 
     def engine_death_seen(self):
@@ -265,6 +283,7 @@ class LogWatch(object):
             consumed, context = self._continue_validation(line, pos, now)
             if consumed:
                 return
+        self._follow_traceback(line)
         if self._open is not None and self._joined < _MAX_JOINED and is_continuation(self._open, line):
             self._continue_record(line, pos, now, context)
             return
@@ -275,6 +294,20 @@ class LogWatch(object):
             self._open_evidence = [ev for ev in self.evidence.values() if ev.line is line]
         elif line.level is not None or not line.msg.strip() or FRAME.match(line.msg):
             self._open = None
+
+    def _follow_traceback(self, line):
+        """Number the chained tracebacks of each process: a traceback printed right after a chain
+        marker belongs to the one before it."""
+        msg, key = line.msg, (line.proc, line.pid)
+        if "Traceback (most recent call last)" in msg:
+            state = self._chains.get(key)
+            if state is None or not state[1]:
+                self._chain_count += 1
+                state = [self._chain_count, False]
+            state[1] = False
+            self._chains[key] = state
+        elif CHAIN.search(msg) and key in self._chains:
+            self._chains[key][1] = True
 
     def _continue_record(self, line, pos, now, context):
         """A sentence hard-wrapped over two lines: read it whole, and let its evidence quote it whole."""
@@ -373,7 +406,8 @@ class LogWatch(object):
     def _record(self, sig, match, line, pos, now):
         if self.shutdown or sig.name in self.evidence:
             return None
-        ev = Evidence(sig, match, line, (self._block, pos), now)
+        state = self._chains.get((line.proc, line.pid))
+        ev = Evidence(sig, match, line, (self._block, pos), now, state[0] if state else None)
         self.evidence[sig.name] = ev
         if sig.certain and self.fatal is None:
             self.fatal = ev

@@ -274,7 +274,7 @@ class VllmWaiter(object):
             "reason": reason,
             "detail": _clip(detail),
             "hint": hint or "",
-            "root_cause_line": evidence.line.raw if evidence is not None else "",
+            "root_cause_line": (evidence.root_line or evidence.line).raw if evidence is not None else "",
             "log_tail": list(self.watch.tail),
             "elapsed": round(self.clock() - self._started, 3),
             "phases": self._phases(),
