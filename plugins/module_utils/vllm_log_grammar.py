@@ -43,7 +43,8 @@ _VLLM = re.compile(
 _UVICORN = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+(?P<msg>.*)")
 # A vLLM record anywhere in a line: after a supervisor's prefix, or joined to the record before it. A
 # process tag alone opens a record too (traceback lines carry no level).
-_RECORD_ANYWHERE = re.compile(r"\([A-Za-z_][\w.:-]*(?:,? [\w.-]+=[\w.:-]+)*?,? pid=\d+(?:, ip=[\w.:-]+)?\)|" + _HEADER)
+_RECORD_ANYWHERE = re.compile(
+    r"\([A-Za-z_][\w.:-]*(?:,? [\w.-]+=[\w.:-]+)*?,? pid=\d+(?:, ip=[\w.:-]+)?\) ?(?:" + _HEADER + ")?|" + _HEADER)
 
 _TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d| ?UTC)?"
 # Prefixes a collector puts in front of every line; stripped in this order, repeatedly.

@@ -289,7 +289,7 @@ class LogWatch(object):
             return
         before = len(self.evidence)
         self._classify(line, line.msg, pos, now, context)
-        if len(self.evidence) > before or line.level in _FAILING_LEVELS:
+        if context is not None or len(self.evidence) > before or line.level in _FAILING_LEVELS:
             self._open, self._joined = line, 0
             self._open_evidence = [ev for ev in self.evidence.values() if ev.line is line]
         elif line.level is not None or not line.msg.strip() or FRAME.match(line.msg):

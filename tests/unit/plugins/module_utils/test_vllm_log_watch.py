@@ -9,7 +9,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_signatures im
     SIGNATURES,
     user_signature,
 )
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_watch import LogWatch, classify_lines
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_watch import LogWatch, classify_lines, replay
 
 API = "(APIServer pid=1) "
 CORE = "(EngineCore pid=2) "
@@ -336,3 +336,163 @@ def test_tail_is_bounded():
     watch.feed("\n".join("line %d" % i for i in range(100)))
     watch.feed("last")
     assert list(watch.tail) == ["line 98", "line 99", "last"]
+
+
+# -- families: wording no signature was written from lands in the right reason ------------------------
+@pytest.mark.parametrize("lines, reason, words", [
+    ([WORKER + "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
+               "calling NumCudaDevices() that might have already set an error? Error 804: forward compatibility was "
+               "attempted on non supported HW"], "gpu_unavailable", "cudaGetDeviceCount"),
+    ([WORKER + "RuntimeError: CUDA error: no kernel image is available for execution on the device"],
+     "gpu_unavailable", "no kernel image"),
+    ([CORE + "ValueError: Current node has no GPU available. current_node_resource={'CPU': 8.0}"],
+     "gpu_unavailable", "no GPU available"),
+    ([WORKER + "OSError: libcudart.so.12: cannot open shared object file: No such file or directory"],
+     "missing_dependency", "libcudart.so.12"),
+    ([WORKER + "ImportError: /venv/lib/python3.12/site-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"],
+     "missing_dependency", "undefined symbol"),
+    (["/usr/bin/ld: cannot find -lcuda: No such file or directory", "collect2: error: ld returned 1 exit status"],
+     "missing_dependency", "cannot find -lcuda"),
+    ([CORE + "NotImplementedError: Speculative decoding with draft model is not supported on this platform"],
+     "config_error", "not supported"),
+    ([CORE + "AssertionError: Medusa does not support tensor parallel size > 1"], "config_error", "Medusa"),
+    ([WORKER + "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory"], "out_of_memory",
+     "would exceed"),
+    ([API + "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the "
+            "cached files and it looks like org/model is not the path to a directory containing a file named "
+            "config.json."], "model_not_found", "couldn't connect"),
+    ([WORKER + "torch.distributed.DistNetworkError: The client socket has timed out after 600s while trying to "
+               "connect to (10.0.0.1, 29500)."], "distributed_error", "DistNetworkError"),
+    (["ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use"],
+     "port_in_use", "Errno 98"),
+])
+def test_families_name_the_reason_of_unseen_wording(lines, reason, words):
+    found = finding_of(*lines)
+    assert found is not None and found.reason == reason
+    assert words in found.root_line.raw if found.root_line else words in found.line.raw
+
+
+def test_a_compilers_error_line_is_a_build_failure_not_an_argparse_error():
+    found = finding_of("collect2: error: ld returned 1 exit status")
+    assert found.reason == "missing_dependency"
+    assert found.signature.name != "argparse"
+
+
+def test_a_warning_proves_nothing_by_its_words_alone():
+    watch = classify_lines([API + "WARNING 05-09 10:31:19 [config.py:1] CUDA graph is not supported on this platform; "
+                                  "falling back to eager mode (ImportError: no module named foo)"])
+    assert watch.finding() is None
+
+
+def test_nccl_warnings_quote_errno_texts_that_are_not_vllms_failure():
+    watch = classify_lines(["node:1:1 [0] ras/client_support.cc:160 NCCL WARN Call to bind failed: Address already in use"])
+    assert watch.fatal is None
+    assert watch.finding().reason == "distributed_error"
+
+
+def test_a_pydantic_message_counts_without_its_header():
+    found = finding_of(API + "  Value error, The checkpoint you are trying to load has model type `qwen3_next` but "
+                             "Transformers does not recognize this architecture. [type=value_error, input_value=ArgsKwargs((), {}), "
+                             "input_type=ArgsKwargs]")
+    assert found.reason == "config_error"
+    assert "qwen3_next" in found.detail
+
+
+def test_a_pydantic_header_points_at_its_message_line():
+    found = finding_of(API + "pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig",
+                       API + "  Value error, Eagle3 is only supported for Llama models. Got model_type='gpt_oss' "
+                             "[type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]")
+    assert found.reason == "config_error"
+    assert "Eagle3 is only supported" in found.root_line.raw
+    assert "validation error for" not in found.root_line.raw
+
+
+def test_a_hard_wrapped_sentence_is_read_whole():
+    found = finding_of(CORE + "ERROR 05-09 10:33:01 [core.py:708] ValueError: To serve at least one request with the "
+                              "models's max seq len (262144), (16.00 GiB KV cache is needed, which is larger than the",
+                       "available KV cache memory (4.50 GiB). Based on the available memory, the estimated maximum "
+                       "model length is 73728. Try increasing `gpu_memory_utilization`.")
+    assert (found.reason, found.signature.name) == ("out_of_memory", "kv_cache_too_small")
+    assert "available KV cache memory (4.50 GiB)" in found.line.raw
+    assert "about 73728 tokens fit" in found.detail
+
+
+def test_a_chained_traceback_quotes_its_innermost_cause():
+    found = finding_of(
+        "Traceback (most recent call last):",
+        "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: https://huggingface.co/api/models/x/y",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        "huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. Repository Not Found for url: x",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        "ValueError: Invalid repository ID or local directory specified: 'x/y'.",
+    )
+    assert found.reason == "model_not_found"
+    assert "Not Found for url" in found.root_line.raw               # the words of the innermost
+
+
+def test_separate_tracebacks_are_not_one_chain():
+    found = finding_of("Traceback (most recent call last):",
+                       "FileNotFoundError: [Errno 2] No such file or directory: '/srv/models/x/tokenizer.json'",
+                       "Traceback (most recent call last):",
+                       "ValueError: Invalid repository ID or local directory specified: '/srv/models/y'.")
+    assert "/srv/models/y" in found.root_line.raw
+
+
+def test_a_supervisors_info_prefix_does_not_hide_vllms_error():
+    watch = classify_lines(["2025-05-09 10:31:24,123 xinference.core.worker 42 INFO     " + CORE +
+                            "ERROR 05-09 10:31:24 [core.py:708] ValueError: No available memory for the cache blocks. "
+                            "Try increasing `gpu_memory_utilization` when initializing the engine."])
+    assert watch.finding().reason == "out_of_memory"
+
+
+def test_an_error_record_joined_onto_an_info_line_is_read():
+    watch = classify_lines([API + "INFO 05-09 10:31:24 [loader.py:1] Loading weights" + CORE +
+                            "ERROR 05-09 10:31:25 [core.py:708] RuntimeError: CUDA error: invalid device ordinal"])
+    assert watch.finding().reason == "gpu_unavailable"
+
+
+def test_collector_prefixed_logs_are_normalised_before_reading():
+    lines = ["2025-05-09T10:31:%02dZ %s" % (i, line) for i, line in enumerate([
+        API + "INFO 05-09 10:31:10 [utils.py:233] non-default args: {}",
+        CORE + "ERROR 05-09 10:31:24 [core.py:708] EngineCore failed to start.",
+        CORE + "ERROR 05-09 10:31:24 [core.py:708] Traceback (most recent call last):",
+        CORE + "ERROR 05-09 10:31:24 [core.py:708] ModuleNotFoundError: No module named 'flash_attn.ops'",
+    ])]
+    watch = classify_lines(lines)
+    assert "api_server_up" in watch.milestones
+    found = watch.finding()
+    assert (found.reason, found.detail) == ("missing_dependency", "flash_attn.ops")
+    assert found.line.proc == "EngineCore"
+
+
+# -- replay: what a wait reports for a whole log ------------------------------------------------------
+READY_LINES = [API + "INFO 05-09 10:33:15 [api_server.py:602] Starting vLLM server on http://0.0.0.0:8000",
+               API + "INFO:     Started server process [1]", API + "INFO:     Application startup complete."]
+
+
+def test_replay_a_request_time_traceback_after_ready_is_not_a_failed_start():
+    reason, ev, _watch = replay(READY_LINES + [
+        API + 'INFO:     127.0.0.1:1 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+        API + "ERROR 05-09 10:34:00 [serving_chat.py:1] Error in preprocessing prompt inputs",
+        API + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB.",
+    ], exited=False)
+    assert (reason, ev) == ("ready", None)
+
+
+def test_replay_a_bind_error_right_after_startup_complete_is_port_in_use():
+    reason, ev, _watch = replay(READY_LINES + [
+        "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
+        "INFO:     Waiting for application shutdown."], exited=True)
+    assert reason == "port_in_use"
+    assert "Errno 98" in ev.line.raw
+
+
+def test_replay_outcomes_without_a_line_that_explains_them():
+    assert replay(READY_LINES[:1], exited=True)[:2] == ("process_exited", None)
+    assert replay(READY_LINES[:1], exited=False)[:2] == ("timeout", None)
