@@ -36,9 +36,10 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _TAG = (r"\((?:(?P<proc>[A-Za-z_][\w.:-]*)(?:,? [\w.-]+=[\w.:-]+)*?,? )?pid=(?P<pid>\d+)"
         r"(?:, ip=(?P<ip>[\w.:-]+))?\) ?")
 _PREFIX = re.compile(_TAG)
-_HEADER = (_LEVEL + r" \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[^\]\n]*\]|[\w.-]+:\d+\])")
+# vLLM stamps MM-DD; builds on top of it (NVIDIA NIM) the full date.
+_HEADER = (_LEVEL + r" (?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?:\[[^\]\n]*\]|[\w.-]+:\d+\])")
 _VLLM = re.compile(
-    r"(?P<level>" + _LEVEL + r") (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? "
+    r"(?P<level>" + _LEVEL + r") (?:\d{4}-)?(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? "
     r"(?:\[(?P<src>[^\]]*)\]|(?P<src0>[\w.-]+:\d+)\]) ?(?P<msg>.*)")
 _UVICORN = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+(?P<msg>.*)")
 # A vLLM record anywhere in a line: after a supervisor's prefix, or joined to the record before it. A
@@ -52,7 +53,7 @@ _COLLECTOR = re.compile("|".join((
     r"(?P<cri>" + _TS + r" (?:stdout|stderr) (?P<part>[FP]) )",            # Kubernetes CRI (containerd, CRI-O)
     # docker -t, ISO stamps, and a level after them that is not vLLM's ("INFO 06-01 ...") nor uvicorn's ("INFO:   ")
     r"\[" + _TS + r" [DIWEF] \d+ \d+\] ",                                   # ray's C++ components
-    r"\[?" + _TS + r"\]?(?: ?[|:-])? (?:\[?(?:" + _LEVEL + r"|WARN)\]?(?: ?[|-]| ?:(?!\s\s))? (?!\d\d-\d\d \d\d:))?",
+    r"\[?" + _TS + r"\]?(?: ?[|:-])? (?:\[?(?:" + _LEVEL + r"|WARN)\]?(?: ?[|-]| ?:(?!\s\s))? (?!(?:\d{4}-)?\d\d-\d\d \d\d:))?",
     r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ",   # journald / syslog short
     r"[\w.-]+(?:[-_]\d+)? +\| ",                                          # docker compose
     r"\[(?:pod|deployment|job)/[^\]]+\] ",                                # kubectl logs --prefix
@@ -219,5 +220,5 @@ def is_continuation(prev, line):
 # Bare lines that stand on their own after an error: crash reports, compiler and linker output, prompts.
 _STANDALONE = re.compile(
     r"Process |usage:|\[rank|Traceback|Segmentation fault|Bus error|Aborted|Killed|Fatal Python error|\*\*\* |"
-    r"\S*\bld(?:\.\w+)?: |collect2: |\S+: (?:fatal )?error: |error: |fatal error: |\S+\.\w+:\d+|\w[\w.-]* serve: |"
+    r"\S*\bld(?:\.\w+)?: |collect2: |\S+: (?:fatal )?error: |error: |fatal error: |\S+\.\w+:\d+(?::\d+)*: |\w[\w.-]* serve: |"
     r"\w+:\d+:\d+ \[\d+\]|Do you wish to run|\d+ validation errors? for ")

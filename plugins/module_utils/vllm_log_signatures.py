@@ -28,8 +28,10 @@ FAILURE_REASONS = REASONS[1:]
 # Priorities: a specific root cause beats a family's, which beats an unknown exception, which beats the
 # reports of a death and the wrappers that re-raise it. Equal: the earlier line wins (the innermost cause
 # of a chained traceback is printed first).
-ROOT, TYPED, FAMILY, FAMILY_CLASS, GENERIC, ENGINE_GONE, ENGINE_DEAD, CARRIER, WRAPPER = (
-    100, 80, 75, 70, 60, 50, 40, 20, 10)
+# A crash report ("Killed", "Segmentation fault") says how a process died; the other processes' reports of
+# its death ("died unexpectedly") only that it did.
+ROOT, TYPED, FAMILY, FAMILY_CLASS, GENERIC, CRASH, ENGINE_GONE, ENGINE_DEAD, CARRIER, WRAPPER = (
+    100, 80, 75, 70, 60, 55, 50, 40, 20, 10)
 
 NOISE = re.compile("|".join((
     r"Found ulimit of",                          # fd limit warning quoting an OSError
@@ -40,6 +42,7 @@ NOISE = re.compile("|".join((
     r"destroy_process_group\(\) was not called",
     r"warnings\.warn\(",
     r"Error in (?:preprocessing prompt|applying chat template)",   # a request's error, logged by the server
+    r"Retrying with a new port",                 # vLLM picks another port for an internal socket and goes on
 )))
 SHUTDOWN_MARK = "API server: shutdown triggered"
 # Output of a process other than the one that announced its shutdown: a new API server (its own pid),
@@ -54,7 +57,7 @@ MILESTONES = (
     ("cuda_graphs_captured", ("Graph capturing finished",)),
     ("engine_ready", ("init engine (profile, create kv cache",)),
     ("server_starting", ("Starting vLLM server on", "Starting vLLM API server")),
-    ("app_startup_complete", ("Application startup complete.",)),
+    ("app_startup_complete", ("Application startup complete.", "Uvicorn running on")),
 )
 MILESTONE_ORDER = tuple(milestone[0] for milestone in MILESTONES) + ("http_ready",)
 
@@ -125,6 +128,10 @@ SIGNATURES = (
     Signature("flash_attn_stray", "missing_dependency", "flash_attn",
               r"'flash_attn' is not a package|flash_attn\.ops\.triton\.rotary not found|flash_attn_2_cuda.*undefined symbol",
               None, _FLASH_ATTN_HINT),
+    Signature("vllm_c_import", "missing_dependency", "Failed to import from vllm.",
+              r"Failed to import from (?P<mod>vllm\._\w+)(?: with)? (?P<why>\w+Error\(.*)", "{mod}: {why}",
+              "vLLM's compiled extension does not load: reinstall the vLLM wheel built for this torch, CUDA and "
+              "Python (no mixed pip installs of torch), and check what the error names", TYPED, certain=False),
     Signature("libnuma", "missing_dependency", "libnuma",
               r"(?P<lib>libnuma\.so\.1): cannot open shared object file", "{lib}",
               "install the libnuma1 package (apt-get install libnuma1) on the host or into the image", certain=False),
@@ -311,8 +318,9 @@ SIGNATURES = (
     Signature("gloo", "distributed_error", "gloo", r"\[enforce fail at [^\]]*gloo[^\]]*\] (?P<why>.*)", "{why}",
               "torch.distributed (gloo) failed: check the network sandboxing of the service"),
     # -- timeout (vLLM's own wait for the engine processes)
-    Signature("engine_ready_timeout", TIMEOUT, "Timed out waiting for engine core processes to start",
-              r"Timed out waiting for engine core processes to start\.(?:.*?Waited (?P<s>\d+)s)?",
+    Signature("engine_ready_timeout", TIMEOUT, "Timed out waiting for engine",
+              r"Timed out waiting for engines? (?:core processes )?to (?:start|send ?initial message)"
+              r"(?:.*?Waited (?P<s>\d+)s)?",
               lambda m: "vLLM gave up waiting for the engine core" + (" after %ss" % m.group("s") if m.group("s") else ""),
               "raise VLLM_ENGINE_READY_TIMEOUT_S (default 600) for slow weight loading, or load faster (local disk)"),
     # -- engine_died
@@ -339,7 +347,10 @@ SIGNATURES = (
     Signature("crash", "engine_died", ("Segmentation fault", "Bus error", "Aborted", "Killed", "Fatal Python error"),
               r"^(?:Segmentation fault|Bus error|Aborted|Killed)\b|Fatal Python error: (?P<what>[\w ]+)",
               lambda m: "a vLLM process crashed (%s)" % (m.group("what") or m.group(0).split()[0]),
-              _KILLED_HINT, ENGINE_GONE, certain=False),
+              _KILLED_HINT, CRASH, certain=False),
+    Signature("fatal_signal", "engine_died", "fatal signal from worker processes",
+              r"[Gg]ot fatal signal from worker processes", "a worker process died (fatal signal)", _KILLED_HINT,
+              ENGINE_GONE, certain=False),
     Signature("ray_worker_died", "engine_died", ("died", "Died", "RayActorError", "exited unexpectedly"),
               r"A worker died or was killed while executing|The actor died unexpectedly|ActorDiedError|RayActorError|"
               r"(?:actor|worker) (?:\S+ )?(?:died|exited) unexpectedly",
@@ -402,7 +413,7 @@ VALUE_ERROR = Signature(
 BARE_FAILURE = re.compile(
     r"(?:\S*\bld(?:\.\w+)?: |collect2: |\S*(?:gcc|g\+\+|nvcc|cc1\w*|c\+\+|clang)(?:-[\d.]+)?: |error: |fatal error: |"
     r"\S+\.(?:c|cc|cpp|cu|cuh|h|hpp)(?::\d+)+: (?:fatal )?error: |CUDA error: |terminate called|"
-    r"\S+\.cc:\d+: Unhandled exception|what\(\): )")
+    r"\S+\.cc:\d+: Unhandled exception|what\(\): |(?:\[rank\d+\]:)?\[E\d{3,4} \d\d:\d\d:\d\d)")
 
 
 class Family(object):
@@ -495,18 +506,25 @@ FAMILIES = (
 )
 
 
+_CONFIG = FAMILIES[-1]
 FAMILY_HINTS = dict((family.reason, family.hint) for family in FAMILIES)
 
 
 def family_of(exc, text):
-    """(family, the signature to record) for an exception class (or None) and its message; (None, None)."""
-    for family in FAMILIES:
+    """(family, the signature to record) for an exception class (or None) and its message; (None, None).
+
+    A narrow family's words come first, then the exception's class, then the words of configuration errors,
+    which are the commonest words of all ("ImportError: X requires installation of Y" is a missing dependency).
+    """
+    for family in FAMILIES[:-1]:
         if family.vocabulary.search(text):
             return family, family.by_words
     if exc:
         for family in FAMILIES:
             if exc in family.classes:
                 return family, family.by_class
+    if _CONFIG.vocabulary.search(text):
+        return _CONFIG, _CONFIG.by_words
     return None, None
 
 
@@ -538,5 +556,3 @@ def user_signature(index, spec):
                          hint or "this line matched fail_patterns[%d] (%s)" % (index, pattern), flags=re.M)
     except re.error as e:
         raise ValueError("fail_patterns[%d] is not a valid regex: %s" % (index, e))
-
-

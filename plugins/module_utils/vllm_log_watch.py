@@ -130,7 +130,7 @@ class LogWatch(object):
         self._open = None           # the last failing record, which a hard-wrapped line may continue
         self._joined = 0
         self._open_evidence = []
-        self._chains = {}           # (proc, pid) -> [chain number, a chain marker was the last word]
+        self._chains = {}           # (proc, pid) -> [chain number, a chain marker was the last word, link number]
         self._chain_count = 0
 
     @property
@@ -220,7 +220,8 @@ class LogWatch(object):
             root = best
             if best.chain is not None and best.reason is not None:
                 for ev in self.evidence.values():
-                    if ev.chain == best.chain and ev.reason == best.reason and ev.order < root.order:
+                    if (ev.chain is not None and ev.chain[0] == best.chain[0] and ev.chain[1] < root.chain[1]
+                            and ev.reason == best.reason):
                         root = ev
             best.root_line = root.line
         return best
@@ -296,15 +297,15 @@ class LogWatch(object):
             self._open = None
 
     def _follow_traceback(self, line):
-        """Number the chained tracebacks of each process: a traceback printed right after a chain
-        marker belongs to the one before it."""
+        """Number the chained tracebacks of each process: a traceback printed right after a chain marker is
+        the next link of the chain before it (its exception wraps the one before)."""
         msg, key = line.msg, (line.proc, line.pid)
         if "Traceback (most recent call last)" in msg:
             state = self._chains.get(key)
             if state is None or not state[1]:
                 self._chain_count += 1
-                state = [self._chain_count, False]
-            state[1] = False
+                state = [self._chain_count, False, 0]
+            state[1], state[2] = False, state[2] + 1
             self._chains[key] = state
         elif CHAIN.search(msg) and key in self._chains:
             self._chains[key][1] = True
@@ -407,9 +408,10 @@ class LogWatch(object):
         if self.shutdown or sig.name in self.evidence:
             return None
         state = self._chains.get((line.proc, line.pid))
-        ev = Evidence(sig, match, line, (self._block, pos), now, state[0] if state else None)
+        ev = Evidence(sig, match, line, (self._block, pos), now, (state[0], state[2]) if state else None)
         self.evidence[sig.name] = ev
-        if sig.certain and self.fatal is None:
+        # vLLM carries on after a warning: what one says explains an exit, but never ends a wait by itself.
+        if sig.certain and self.fatal is None and line.level != "WARNING":
             self.fatal = ev
         return ev
 
@@ -467,7 +469,7 @@ def replay(lines, exited):
     lines = [line.rstrip("\n") for line in lines]
     watch = LogWatch()
     for index, line in enumerate(lines):
-        if "Application startup complete." in line:
+        if "Application startup complete." in line or "Uvicorn running on" in line:
             # uvicorn binds the port after this line (in releases that do not bind it first), so its bind
             # error follows at once; a request, or "Uvicorn running on", shows that it did bind.
             end = index + 1

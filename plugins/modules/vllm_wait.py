@@ -22,6 +22,11 @@ description:
     an old server can answer for the new one).
   - Lines written before the offset never count, so a stale C(Application startup complete.) from an earlier run
     cannot fake readiness.
+  - The log may come through a collector or a supervisor (timestamps from C(docker logs -t), Kubernetes CRI, journald,
+    docker compose, a supervisor's own logging header, records joined on one line, sentences hard-wrapped over two);
+    the lines are normalised before they are read. A failure no exact signature knows is placed by its family (the
+    exception class and the words of its message), and RV(reason=process_exited) is left for exits the log does not
+    explain. C(docs/vllm-wait-corpus.md) in the collection shows how this scores on a corpus of real start-up logs.
   - It only reads, never changes the host, and always reports C(changed=false).
 author:
   - llmops.vllm maintainers (!UNKNOWN)
@@ -189,10 +194,13 @@ hint:
   returned: always
   type: str
 root_cause_line:
-  description: The log line that explains the failure (the first one, not the wrappers printed after it).
+  description:
+    - The log record that explains the failure, without a collector's prefix.
+    - The first one, not the wrappers printed after it; the innermost exception of a chained traceback; for a pydantic
+      C(ValidationError), its message line, not its header.
   returned: always
   type: str
-  sample: "pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig"
+  sample: "(APIServer pid=1) Value error, Invalid repository ID or local directory specified: '/srv/models/x'."
 log_tail:
   description: The last O(log_tail_lines) lines read from the log.
   returned: always

@@ -215,10 +215,10 @@ def test_unknown_exception_is_the_root_line_but_names_no_reason():
     assert "KeyError" in hint and "OOM killer" not in hint
 
 
-def test_a_value_error_no_signature_knows_is_a_configuration_error_by_its_words():
+def test_a_value_error_no_signature_knows_is_a_configuration_error_by_its_class():
     found = finding_of(WORKER + "ValueError: invalid literal for int() with base 10: ''",
                        API + "RuntimeError: Engine core initialization failed. See root cause above.")
-    assert (found.reason, found.signature.name) == ("config_error", "family_config_error")
+    assert (found.reason, found.signature.name) == ("config_error", "family_config_error_class")
     assert "invalid literal" in found.line.raw
 
 
