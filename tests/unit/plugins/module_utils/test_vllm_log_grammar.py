@@ -62,6 +62,7 @@ def test_ray_tag_keeps_the_address():
     "[pod/vllm-0/vllm] " + RECORD,                                            # kubectl logs --prefix
     "[rank0]: " + RECORD,                                                     # torchrun
     "[vllm]: " + RECORD,                                                      # a supervisor's name
+    "[address=0.0.0.0:38617, pid=3310] " + RECORD,                            # an actor framework's wrapper
     "2025-05-09 10:31:24,123 xinference.core.worker 4242 INFO     " + RECORD,  # a supervisor's own INFO
     "2025-05-09 10:31:24,123 - vllm_runner - INFO - " + RECORD,
     "[2025-05-09 10:31:24] [INFO] " + RECORD,

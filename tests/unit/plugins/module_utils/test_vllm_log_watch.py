@@ -372,6 +372,13 @@ def test_families_name_the_reason_of_unseen_wording(lines, reason, words):
     assert words in found.root_line.raw if found.root_line else words in found.line.raw
 
 
+@pytest.mark.parametrize("prog", ["vllm", "vllm serve", "vllm-cpu-cli", "api_server.py"])
+def test_argparse_errors_of_every_entry_point(prog):
+    found = finding_of("usage: %s [-h] [-v]" % prog, "%s: error: unrecognized arguments: --no-such-flag" % prog)
+    assert (found.reason, found.signature.name, found.signature.certain) == ("config_error", "argparse", True)
+    assert found.detail == "unrecognized arguments: --no-such-flag"
+
+
 def test_a_compilers_error_line_is_a_build_failure_not_an_argparse_error():
     found = finding_of("collect2: error: ld returned 1 exit status")
     assert found.reason == "missing_dependency"

@@ -200,6 +200,38 @@ def test_silent_death_is_process_exited_with_the_exit_code(tmp_path):
     assert "Log: %s" % h.log in res["msg"]
 
 
+def test_an_unplaced_exception_before_the_engines_death_keeps_its_own_hint(tmp_path):
+    h = Harness(tmp_path)
+    h.write(*START)
+
+    def engine_raises():
+        h.write("(EngineCore pid=2) KeyError: 'model.layers.0.mlp.gate_proj.weight'",
+                API + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}")
+        h.process.die(1, "exit code 1")
+
+    h.clock.at(1.0, engine_raises)
+    res = h.run()
+    assert (res["status"], res["reason"]) == ("failed", "engine_died")
+    assert "KeyError" in res["root_cause_line"]
+    # a Python exception explains this death: the hint must not blame a kill without one (the OOM killer)
+    assert "KeyError" in res["hint"] and "OOM killer" not in res["hint"]
+
+
+def test_a_collector_prefixed_log_is_read(tmp_path):
+    h = Harness(tmp_path)
+    h.write("2025-05-09T10:31:10.1Z " + START[0])
+
+    def fails():
+        h.write("2025-05-09T10:31:24.1Z (EngineCore pid=2) ERROR 05-09 10:31:24 [core.py:708] ValueError: No available "
+                "memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.")
+        h.process.die(1, "exit code 1")
+
+    h.clock.at(1.0, fails)
+    res = h.run()
+    assert (res["status"], res["reason"]) == ("failed", "out_of_memory")
+    assert res["root_cause_line"].startswith("(EngineCore pid=2) ERROR")
+
+
 def test_exit_code_0_after_an_engine_death_is_still_a_failure(tmp_path):
     h = Harness(tmp_path)
     h.write(*START + READY)
