@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_grammar import parse_line
 from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_signatures import (
     FAILURE_REASONS,
     REASONS,
@@ -18,28 +17,6 @@ WORKER = "(Worker pid=3) "
 
 def finding_of(*lines):
     return classify_lines(lines).finding()
-
-
-@pytest.mark.parametrize("raw, proc, pid, level, ts, src, msg", [
-    ("(APIServer pid=13083) INFO 05-09 10:31:24 [utils.py:233] non-default args: {}",
-     "APIServer", 13083, "INFO", "05-09 10:31:24", "utils.py:233", "non-default args: {}"),
-    ("(EngineCore_DP0 pid=7) ERROR 05-09 10:31:24 [core.py:1136] EngineCore failed to start.",
-     "EngineCore_DP0", 7, "ERROR", "05-09 10:31:24", "core.py:1136", "EngineCore failed to start."),
-    ("(Worker_TP0 pid=8) WARNING 05-09 10:31:24 [custom_all_reduce.py:144] Custom allreduce is disabled",
-     "Worker_TP0", 8, "WARNING", "05-09 10:31:24", "custom_all_reduce.py:144", "Custom allreduce is disabled"),
-    ("(VllmWorker-0 pid=9) INFO 11-30 07:02:33 [vllm.py:725] x", "VllmWorker-0", 9, "INFO", "11-30 07:02:33",
-     "vllm.py:725", "x"),
-    ("(APIServer pid=1) INFO:     Application startup complete.", "APIServer", 1, "INFO", None, "uvicorn",
-     "Application startup complete."),
-    ("INFO:     127.0.0.1:1 - \"GET /health HTTP/1.1\" 200 OK", None, None, "INFO", None, "uvicorn",
-     "127.0.0.1:1 - \"GET /health HTTP/1.1\" 200 OK"),
-    ("(APIServer pid=1) Traceback (most recent call last):", "APIServer", 1, None, None, None,
-     "Traceback (most recent call last):"),
-    ("\x1b[32mINFO\x1b[0m 05-09 10:31:24 [a.py:1] coloured\r", None, None, "INFO", "05-09 10:31:24", "a.py:1", "coloured"),
-])
-def test_parse_line(raw, proc, pid, level, ts, src, msg):
-    line = parse_line(raw)
-    assert (line.proc, line.pid, line.level, line.ts, line.src, line.msg) == (proc, pid, level, ts, src, msg)
 
 
 def test_every_signature_speaks_the_reason_vocabulary():
