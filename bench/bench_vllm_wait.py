@@ -166,12 +166,19 @@ def make_block(size=1 << 20):
     return ("\n".join(lines) + "\n").encode()
 
 
-def follow(farm, log, size_mb):
+def docker_stamped(block):
+    """The same lines as ``docker logs -t`` writes them: an RFC 3339 stamp in front of each."""
+    lines = block.decode().split("\n")
+    return ("\n".join("2025-05-09T11:02:%02d.%09dZ %s" % (i % 60, i, line) if line else line
+                      for i, line in enumerate(lines))).encode()
+
+
+def follow(farm, log, size_mb, stamped=False):
     """CPU seconds, peak RSS (MB) and bytes of a waiter that starts at the end of ``log`` while it grows by ``size_mb``.
 
     What the file held before (a big file, for the 'before the offset' case) must cost nothing.
     """
-    block = make_block()
+    block = docker_stamped(make_block()) if stamped else make_block()
     blocks = int(size_mb * (1 << 20) // len(block))
     marker = ("(APIServer pid=13083) ERROR %s\n" % END_MARKER).encode()
     waiter = Waiter(farm, log_path=str(log), log_offset="end", timeout=600, interval=0.25,
@@ -223,6 +230,8 @@ def main():
         base_cpu, base_rss, _bytes = follow(farm, Path(tmp) / "empty.log", 0)
         quarter_cpu, _rss, quarter_bytes = follow(farm, Path(tmp) / "quarter.log", args.big_mb // 4)
         os.remove(Path(tmp) / "quarter.log")
+        stamped_cpu, _rss, stamped_bytes = follow(farm, Path(tmp) / "quarter.log", args.big_mb // 4, stamped=True)
+        os.remove(Path(tmp) / "quarter.log")
         grow_cpu, grow_rss, grown = follow(farm, log, args.big_mb)
         old_cpu, old_rss, _bytes = follow(farm, log, 0)   # the same file, now entirely before the offset
         poll_cpu = med([wait_for_style_poll(log) for _poll in range(3)])
@@ -241,6 +250,9 @@ def main():
         ("CPU to follow %d MB appended" % (grown >> 20),
          "%.2f s (%.2f s/GB)" % (grow_cpu - base_cpu, (grow_cpu - base_cpu) / gb), "-", "%.2f s per 1 s poll" % poll_cpu),
         ("CPU to follow %d MB appended" % (quarter_bytes >> 20), "%.2f s" % (quarter_cpu - base_cpu), "-", "-"),
+        ("CPU to follow %d MB of docker -t lines" % (stamped_bytes >> 20),
+         "%.2f s (x%.1f the plain lines)" % (stamped_cpu - base_cpu, (stamped_cpu - base_cpu) / max(1e-9, quarter_cpu - base_cpu)),
+         "-", "-"),
         ("CPU with %d MB before the offset" % (grown >> 20), "%.2f s" % (old_cpu - base_cpu), "-",
          "%.2f s per poll, for ever" % poll_cpu),
         ("waiter peak RSS", "%.1f MB (idle %.1f MB)" % (max(grow_rss, old_rss), base_rss), "-", "-"),

@@ -49,11 +49,13 @@ _RECORD_ANYWHERE = re.compile(
 
 _TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d| ?UTC)?"
 # Prefixes a collector puts in front of every line; stripped in this order, repeatedly.
-_COLLECTOR = re.compile("|".join((
-    r"(?P<cri>" + _TS + r" (?:stdout|stderr) (?P<part>[FP]) )",            # Kubernetes CRI (containerd, CRI-O)
-    # docker -t, ISO stamps, and a level after them that is not vLLM's ("INFO 06-01 ...") nor uvicorn's ("INFO:   ")
+_CRI = _TS + r" (?:stdout|stderr) (?P<part>[FP]) "
+_STAMP = r"\[?" + _TS + r"\]?(?: ?[|:-])? (?:\[?(?:" + _LEVEL + r"|WARN)\]?(?: ?[|-]| ?:(?!\s\s))? (?!(?:\d{4}-)?\d\d-\d\d \d\d:))?"
+_COLLECTORS = (
+    r"(?P<cri>" + _CRI + ")",                                             # Kubernetes CRI (containerd, CRI-O)
     r"\[" + _TS + r" [DIWEF] \d+ \d+\] ",                                   # ray's C++ components
-    r"\[?" + _TS + r"\]?(?: ?[|:-])? (?:\[?(?:" + _LEVEL + r"|WARN)\]?(?: ?[|-]| ?:(?!\s\s))? (?!(?:\d{4}-)?\d\d-\d\d \d\d:))?",
+    # docker -t, ISO stamps, and a level after them that is not vLLM's ("INFO 06-01 ...") nor uvicorn's ("INFO:   ")
+    _STAMP,
     r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ",   # journald / syslog short
     r"[\w.-]+(?:[-_]\d+)? +\| ",                                          # docker compose
     r"\[(?:pod|deployment|job)/[^\]]+\] ",                                # kubectl logs --prefix
@@ -61,10 +63,12 @@ _COLLECTOR = re.compile("|".join((
     r"\[[\w.-]+\]: ",                                                     # a supervisor's "[name]: "
     r"\[address=[^\]]*\] ",                                               # actor frameworks (xinference, xoscar)
     r"\((?:raylet|autoscaler[^)]*|gcs_server|dashboard[^)]*)\) ",         # ray's own processes
-)))
+)
+_COLLECTOR = re.compile("|".join(_COLLECTORS))
 # A supervisor's logging header left after its timestamp: "name 1234 INFO", "- name - ERROR -", "INFO:root:".
-_SUPERVISOR = re.compile(
-    r"(?:- )?(?:[\w.]+ (?:\d+ )?(?:- )?)?(?:" + _LEVEL + r"|WARN)(?: +-)? +(?=\S)|" + _LEVEL + r":[\w.]+:")
+_SUPERVISOR_PATTERN = (r"(?:- )?(?:[\w.]+ (?:\d+ )?(?:- )?)?(?:" + _LEVEL + r"|WARN)(?: +-)? +(?=\S)"
+                       r"(?!(?:\d{4}-)?\d\d-\d\d \d\d:)|" + _LEVEL + r":[\w.]+:")
+_SUPERVISOR = re.compile(_SUPERVISOR_PATTERN)
 # Lines a fast path may skip without parsing: vLLM's own INFO/DEBUG records and uvicorn's INFO lines
 # ("INFO 0"/"INFO 1": the month of vLLM's timestamp, which a supervisor's "INFO 2024-..." never is).
 QUIET = ("INFO 0", "INFO 1", "DEBUG 0", "DEBUG 1", "INFO:  ", "DEBUG:  ")
@@ -114,6 +118,58 @@ def parse_line(raw):
 def has_collector_prefix(line):
     """True when the line starts as a collector writes it (so the whole log is worth normalising)."""
     return line.startswith('{"log":') or _COLLECTOR.match(line) is not None
+
+
+class Collector(object):
+    """Takes the prefix one collector writes off every line of a block, at C speed.
+
+    Chosen from the first line of a log that has one; lines without it stay as they are, and what is left
+    (a supervisor's header after a stamp, a second prefix) is taken off line by line where a line is read.
+    Kubernetes CRI splits a long line into partial ("P") lines: they are joined again, and a partial line
+    at the end of a block waits for the next block.
+    """
+
+    def __init__(self, pattern, cri=False):
+        self.prefix = re.compile("^(?:%s)" % pattern, re.M)
+        self.cri = cri
+        self.pending = ""
+
+    @classmethod
+    def for_line(cls, line):
+        if _COLLECTOR.match(line) is None:
+            return None
+        for pattern in _COLLECTORS:
+            if re.match(pattern, line):
+                if pattern.startswith("(?P<cri>"):
+                    return cls(_CRI.replace("(?P<part>[FP])", "[FP]"), cri=True)
+                if pattern is _STAMP:       # and the header of a supervisor that logs with its own stamp
+                    return cls(_STAMP + "(?:" + _SUPERVISOR_PATTERN + ")?")
+                return cls(pattern)
+        return None
+
+    def strip(self, block):
+        if self.pending:
+            block, self.pending = self.pending + "\n" + block, ""
+        if self.cri:
+            block = self._join_partials(block)
+        return self.prefix.sub("", block)
+
+    def _join_partials(self, block):
+        last = block.rfind("\n") + 1
+        if _CRI_PARTIAL_LINE.match(block, last):
+            block, self.pending = block[:max(0, last - 1)], block[last:]
+        while " P " in block:
+            joined = _CRI_JOIN.sub(r"\g<next>\g<text>", block)
+            if joined == block:
+                break
+            block = joined
+        return block
+
+
+_CRI_PARTIAL_LINE = re.compile(_TS + r" (?:stdout|stderr) P ")
+# A partial line and the prefix of the line it goes on in: the text moves behind that prefix.
+_CRI_JOIN = re.compile(r"^" + _TS + r" (?:stdout|stderr) P (?P<text>[^\n]*)\n(?P<next>" + _TS +
+                       r" (?:stdout|stderr) [FP] )", re.M)
 
 
 def strip_collector(line):

@@ -20,6 +20,7 @@ from collections import deque
 
 from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_grammar import (
     CHAIN,
+    Collector,
     FRAME,
     QUIET,
     QUIET_LEVELS,
@@ -125,7 +126,7 @@ class LogWatch(object):
         self._quiet = QUIET
         self._validation = None
         self._validation_lines = 0
-        self._collected = False     # a collector prefixes the lines: normalise every block
+        self._collected = None      # how a collector prefixed the lines (False: one to undo line by line)
         self._partial = ""          # a CRI partial line waiting for its end
         self._open = None           # the last failing record, which a hard-wrapped line may continue
         self._joined = 0
@@ -147,11 +148,14 @@ class LogWatch(object):
         self._block += 1
         if self.tail.maxlen:
             self.tail.extend(block.rsplit("\n", self.tail.maxlen)[-self.tail.maxlen:])
-        if not self._collected:
-            first = block[:block.find("\n")] if "\n" in block else block
-            self._collected = has_collector_prefix(first.lstrip("\x00"))
-        if self._collected:
+        if self._collected is None:
+            first = (block[:block.find("\n")] if "\n" in block else block).lstrip("\x00")
+            if has_collector_prefix(first):
+                self._collected = Collector.for_line(first) or False
+        if self._collected is False:
             block = self._normalise(block)
+        elif self._collected is not None:
+            block = self._collected.strip(block)
         self._spot_milestones(block, now, backlog)
         self._scan_outside_shutdowns(block, now)
         if not self.ready_pattern_seen:

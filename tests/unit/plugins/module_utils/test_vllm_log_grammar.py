@@ -5,6 +5,7 @@ import json
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_grammar import (
+    Collector,
     exception_text,
     has_collector_prefix,
     is_continuation,
@@ -142,3 +143,28 @@ def test_is_continuation(line, goes_on):
     prev = parse_line("(EngineCore pid=2) ValueError: To serve at least one request with the models's max seq len "
                       "(32768), (4.00 GiB KV cache is needed,")
     assert is_continuation(prev, parse_line(line)) is goes_on
+
+
+def test_a_collector_takes_its_prefix_off_every_line_of_a_block():
+    lines = ["2025-05-09T10:31:%02d.1Z %s" % (i, l) for i, l in enumerate(["INFO 05-09 10:31:10 [a.py:1] x", RECORD])]
+    collector = Collector.for_line(lines[0])
+    assert collector.strip("\n".join(lines)) == "INFO 05-09 10:31:10 [a.py:1] x\n" + RECORD
+
+
+def test_a_supervisors_header_after_its_stamp_comes_off_with_it():
+    line = "2025-05-09 10:31:24,123 xinference.core.worker 4242 INFO     ValueError: bad"
+    assert Collector.for_line(line).strip(line) == "ValueError: bad"
+
+
+def test_cri_partial_lines_are_joined_within_and_across_blocks():
+    ts = "2025-05-09T10:31:24.1+00:00 stderr "
+    collector = Collector.for_line(ts + "F x")
+    assert collector.strip(ts + "P aaa\n" + ts + "P bbb\n" + ts + "F ccc\n" + ts + "F next") == "aaabbbccc\nnext"
+    assert collector.strip(ts + "F one\n" + ts + "P par") == "one"       # the partial waits for its end
+    assert collector.strip(ts + "F tial") == "partial"
+
+
+def test_lines_without_a_prefix_are_left_alone():
+    collector = Collector.for_line("vllm-1  | " + RECORD)
+    assert collector.strip("vllm-1  | a\nplain line") == "a\nplain line"
+    assert Collector.for_line(RECORD) is None
