@@ -92,7 +92,10 @@ def test_unit_keeps_secrets_out_and_the_gpus_in(rendered: Path):
     assert "VLLM_API_KEY" not in unit.replace("# Secrets (VLLM_API_KEY, HF_TOKEN)", "")
     assert "EnvironmentFile=/etc/vllm/vllm.env" in unit
     assert "PrivateDevices=no" in unit and "DevicePolicy=closed" in unit
-    assert "DeviceAllow=char-nvidia-uvm rw" in unit
+    assert "DeviceAllow=char-nvidia* rw" in unit
+    # internal sockets (gloo, the NCCL bootstrap) stay on loopback on a single host
+    assert "Environment=VLLM_HOST_IP=127.0.0.1" in unit
+    assert "Environment=GLOO_SOCKET_IFNAME=lo" in unit and "Environment=NCCL_SOCKET_IFNAME=lo" in unit
     assert "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK" in unit
     assert "ProtectSystem=strict" in unit and "PrivateTmp=yes" in unit
     assert "StandardOutput=append:/var/log/vllm/vllm.log" in unit

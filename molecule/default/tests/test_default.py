@@ -64,6 +64,19 @@ def test_port_is_listening_on_the_host(host):
     assert host.socket("tcp://0.0.0.0:8000").is_listening
 
 
+def test_the_service_listens_on_loopback_only_but_for_its_api_port(host):
+    # Every TCP listener of the service user (ss -e shows the owner's uid even where root may not read another
+    # user's /proc/PID/fd, as in containers): gloo's, the engine's and the API server's.
+    uid = host.user("vllm").uid
+    listeners = []
+    for line in host.run("ss -Htlne").stdout.splitlines():
+        if re.search(r"\buid:%d\b" % uid, line):
+            listeners.append(line.split()[3])
+    assert "0.0.0.0:8000" in listeners, listeners
+    beyond = [a for a in listeners if a != "0.0.0.0:8000" and not a.startswith(("127.", "[::1]:", "[::ffff:127."))]
+    assert beyond == [], "internal listeners beyond loopback: %s" % listeners
+
+
 def test_models_endpoint_lists_the_model_from_the_controller():
     models = http("/v1/models")
     assert [m["id"] for m in models["data"]] == [MODEL]
