@@ -63,7 +63,10 @@ _COLLECTORS = (
     r"\[[\w.-]+\]: ",                                                     # a supervisor's "[name]: "
     r"\[address=[^\]]*\] ",                                               # actor frameworks (xinference, xoscar)
     r"\((?:raylet|autoscaler[^)]*|gcs_server|dashboard[^)]*)\) ",         # ray's own processes
+    # Python's rich logging: "[05/05/25 16:31:14] INFO     message      file.py:108"
+    r"(?P<rich>(?:\[\d\d/\d\d/\d\d \d\d:\d\d:\d\d\] +|\s+)(?:" + _LEVEL + r") +(?=\S))",
 )
+_RICH_LOCATION = re.compile(r"\s{2,}[\w.-]+\.py:\d+\s*$")
 _COLLECTOR = re.compile("|".join(_COLLECTORS))
 # A supervisor's logging header left after its timestamp: "name 1234 INFO", "- name - ERROR -", "INFO:root:".
 _SUPERVISOR_PATTERN = (r"(?:- )?(?:[\w.]+ (?:\d+ )?(?:- )?)?(?:" + _LEVEL + r"|WARN)(?: +-)? +(?=\S)"
@@ -190,6 +193,8 @@ def strip_collector(line):
         if m.group("cri"):
             partial = m.group("part") == "P"
         line = line[m.end():]
+        if m.group("rich"):
+            line = _RICH_LOCATION.sub("", line)
         if not m.group("cri") and m.group(0)[:1] in "[0123456789":
             sup = _SUPERVISOR.match(line)
             if sup and not _VLLM.match(line) and not _UVICORN.match(line):

@@ -304,6 +304,11 @@ SIGNATURES = (
               r"The number of required GPUs exceeds the total number of available GPUs in the placement group",
               "the Ray placement group has fewer GPUs than tensor x pipeline parallel size",
               "add GPUs to the Ray cluster (ray status) or lower --tensor-parallel-size / --pipeline-parallel-size"),
+    # Ray's autoscaler: no node type of the cluster has the GPUs asked for, so the placement group never forms.
+    Signature("ray_no_gpu_node", "gpu_unavailable", "fulfill resource request",
+              r"No available node types can fulfill resource request (?P<req>\{.*'GPU'.*\})",
+              "no Ray node can provide {req}", "add GPU nodes to the Ray cluster (ray status) or lower "
+              "--tensor-parallel-size / --pipeline-parallel-size"),
     Signature("world_size", "gpu_unavailable", "is larger than the number of available GPUs",
               r"World size \((?P<ws>\d+)\) is larger than the number of available GPUs \((?P<gpus>\d+)\)",
               "world size {ws} > {gpus} available GPU(s)",
@@ -348,9 +353,11 @@ SIGNATURES = (
               r"^RuntimeError: cancelled$",
               "a vLLM process lost its peer (another engine process died first)", _KILLED_HINT, ENGINE_DEAD,
               certain=False),
-    Signature("crash", "engine_died", ("Segmentation fault", "Bus error", "Aborted", "Killed", "Fatal Python error"),
-              r"^(?:Segmentation fault|Bus error|Aborted|Killed)\b|Fatal Python error: (?P<what>[\w ]+)",
-              lambda m: "a vLLM process crashed (%s)" % (m.group("what") or m.group(0).split()[0]),
+    Signature("crash", "engine_died", ("Segmentation fault", "Bus error", "Aborted", "Killed", "Fatal Python error",
+                                        "Memory access fault"),
+              r"^(?:Segmentation fault|Bus error|Aborted|Killed)\b|Fatal Python error: (?P<what>[\w ]+)|"
+              r"^(?P<gpu>Memory access fault by GPU)",
+              lambda m: "a vLLM process crashed (%s)" % (m.group("what") or m.group("gpu") or m.group(0).split()[0]),
               _KILLED_HINT, CRASH, certain=False),
     Signature("fatal_signal", "engine_died", "fatal signal from worker processes",
               r"[Gg]ot fatal signal from worker processes", "a worker process died (fatal signal)", _KILLED_HINT,
@@ -417,7 +424,8 @@ VALUE_ERROR = Signature(
 BARE_FAILURE = re.compile(
     r"(?:\S*\bld(?:\.\w+)?: |collect2: |\S*(?:gcc|g\+\+|nvcc|cc1\w*|c\+\+|clang)(?:-[\d.]+)?: |error: |fatal error: |"
     r"\S+\.(?:c|cc|cpp|cu|cuh|h|hpp)(?::\d+)+: (?:fatal )?error: |CUDA error: |terminate called|"
-    r"\S+\.cc:\d+: Unhandled exception|what\(\): |(?:\[rank\d+\]:)?\[E\d{3,4} \d\d:\d\d:\d\d)")
+    r"\S+\.cc:\d+: Unhandled exception|what\(\): |Error: |"
+    r"(?:\[rank\d+\]:)?\[E(?:\d{3,4} \d\d:\d\d:\d\d[.\d]*(?: \d+)?)? ?\S*\.(?:cpp|cc|h):\d+\])")
 
 
 class Family(object):
@@ -470,13 +478,15 @@ FAMILIES = (
            r"torch\.cuda\.is_available\(\)|not compiled with CUDA|Failed to infer device type|device_type|"
            r"No (?:available )?(?:accelerator|GPU|CUDA) device|no GPUs? (?:found|available)|Current node has no GPU|"
            r"not enough GPUs|number of (?:available )?GPUs|GPU(?:s)? (?:is|are) not available|"
-           r"(?:placement group|bundle).*GPU|GPU.*placement group|CUDA_VISIBLE_DEVICES|ROCm|HIP error",
+           r"(?:placement group|bundle).*GPU|GPU.*placement group|CUDA_VISIBLE_DEVICES|ROCm|HIP error|"
+           r"metadata\.google\.internal|libtpu|TPU (?:is )?not (?:found|available)|UnspecifiedPlatform",
            _GPU_HINT),
     Family("out_of_memory", ("OutOfMemoryError", "MemoryError"),
            r"[Oo]ut of memory|OutOfMemory|[Nn]ot enough (?:\w+ )?memory|[Ii]nsufficient (?:\w+ )?memory|"
            r"Cannot allocate memory|ENOMEM|KV cache (?:is needed|memory)|(?:stored|fit) in (?:the )?KV cache|"
            r"cache blocks|less than desired GPU memory|memory profiling|/dev/shm|shared memory|"
-           r"CUBLAS_STATUS_ALLOC_FAILED|exceeds? (?:the )?(?:available|free|total) (?:\w+ )?memory",
+           r"CUBLAS_STATUS_ALLOC_FAILED|exceeds? (?:the )?(?:available|free|total) (?:\w+ )?memory|"
+           r"OUT_OF_(?:DEVICE_|HOST_)?(?:MEMORY|RESOURCES)",
            _OOM_HINT),
     Family("model_not_found",
            ("RepositoryNotFoundError", "RevisionNotFoundError", "EntryNotFoundError", "LocalEntryNotFoundError",
@@ -490,7 +500,7 @@ FAMILIES = (
            r"(?:[Nn]o|missing|find|named|locate|open) (?:\S+ )?config\.json|config\.json(?: file)? (?:not found|is missing)|"
            r"No supported config format|Could not detect config format|no config file found|"
            r"config file at .* is not a valid JSON|"
-           r"offline mode is enabled|HF_HUB_OFFLINE",
+           r"offline mode is enabled|HF_HUB_OFFLINE|No adapter found|adapter_config\.json",
            _MODEL_HINT),
     Family("distributed_error", ("DistBackendError", "DistNetworkError", "DistStoreError", "DistError"),
            r"NCCL|nccl|[Gg]loo|c10d|TCPStore|ProcessGroup|torch\.distributed|[Rr]endezvous|init_process_group|"
@@ -509,6 +519,15 @@ FAMILIES = (
            _CONFIG_HINT),
 )
 
+
+# Lines vLLM logs at INFO that still explain a failure; the quiet lines are never parsed, so these are found
+# by their words in the whole block.
+QUIET_SIGNATURES = (
+    Signature("no_platform", "gpu_unavailable", "No platform detected",
+              r"No platform detected, vLLM is running on UnspecifiedPlatform",
+              "vLLM detected no accelerator platform (no GPU, driver or device library visible to it)", _GPU_HINT,
+              FAMILY, certain=False),
+)
 
 _CONFIG = FAMILIES[-1]
 FAMILY_HINTS = dict((family.reason, family.hint) for family in FAMILIES)

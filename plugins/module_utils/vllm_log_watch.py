@@ -41,6 +41,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_signatures im
     MILESTONES,
     NEW_PROCESS,
     NOISE,
+    QUIET_SIGNATURES,
     READY,
     SHUTDOWN_MARK,
     SIGNATURES,
@@ -269,6 +270,13 @@ class LogWatch(object):
         for index, raw in picked:
             for record in records(raw) if len(raw) > 40 else (raw,):
                 self._examine(record, index, now)
+        for sig in QUIET_SIGNATURES:
+            if sig.name not in self.evidence:
+                pos = text.find(sig.needle)
+                if pos >= 0:
+                    line = parse_line(_line_at(text, pos))
+                    self._record(sig, sig.regex.search(line.msg) or sig.regex.search(line.raw), line,
+                                 text.count("\n", 0, pos), now)
         for sig in self.user_signatures:
             if sig.name not in self.evidence:
                 m = sig.regex.search(text)

