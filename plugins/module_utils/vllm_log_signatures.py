@@ -353,8 +353,8 @@ SIGNATURES = (
               r"^RuntimeError: cancelled$",
               "a vLLM process lost its peer (another engine process died first)", _KILLED_HINT, ENGINE_DEAD,
               certain=False),
-    Signature("crash", "engine_died", ("Segmentation fault", "Bus error", "Aborted", "Killed", "Fatal Python error",
-                                        "Memory access fault"),
+    Signature("crash", "engine_died",
+              ("Segmentation fault", "Bus error", "Aborted", "Killed", "Fatal Python error", "Memory access fault"),
               r"^(?:Segmentation fault|Bus error|Aborted|Killed)\b|Fatal Python error: (?P<what>[\w ]+)|"
               r"^(?P<gpu>Memory access fault by GPU)",
               lambda m: "a vLLM process crashed (%s)" % (m.group("what") or m.group("gpu") or m.group(0).split()[0]),

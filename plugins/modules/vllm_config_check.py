@@ -49,18 +49,8 @@ options:
         owned by root. Only when the module runs as root; empty runs it as the module's user.
     type: str
     default: ""
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: The check only reads, so check mode checks exactly as a normal run does.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates
-      no change.
-    support: full
+extends_documentation_fragment:
+  - llmops.vllm.attributes.read_only
 """
 
 EXAMPLES = r"""

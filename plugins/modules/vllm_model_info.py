@@ -41,18 +41,8 @@ options:
       - Set to V(false) to return only the config and the entry names.
     type: bool
     default: true
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: The module only reads, so check mode runs it unchanged.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
-    support: full
-    details: It always returns RV(ignore:changed=false).
+extends_documentation_fragment:
+  - llmops.vllm.attributes.read_only
 notes:
   - Safetensors headers longer than 100 MB are rejected as damaged.
   - Weights stored in other formats (C(*.bin), C(*.pt)) are not read; RV(weight_files) is then empty.

@@ -117,18 +117,8 @@ options:
       - The TCP port whose listener must belong to the watched process tree. Defaults to the port of O(health_url)
         when its host is this machine; otherwise ownership is not checked.
     type: int
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: The module only reads, so check mode waits and reports exactly as a normal run does.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates
-      no change.
-    support: full
+extends_documentation_fragment:
+  - llmops.vllm.attributes.read_only
 notes:
   - Safe under C(async). For very long starts, short calls in an C(until) loop can pass RV(cursor) along instead of
     holding one long connection.

@@ -13,6 +13,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.vllm_config_check impo
 
 pytestmark = pytest.mark.engine
 
+
 def _engine_check(engine_python: Path, models: dict[str, Path], *flags, spec=None):
     spec = dict({"method": "dflash", "model": str(models["drafter"]), "num_speculative_tokens": 4}, **(spec or {}))
     argv = ["serve", str(models["target"]), "--max-model-len", "256", *flags, "--speculative-config", json.dumps(spec)]

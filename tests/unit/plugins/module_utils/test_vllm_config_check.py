@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+
 from ansible_collections.llmops.vllm.plugins.module_utils.vllm_config_check import MARK, interpret, message
+
 
 def test_an_accepted_command():
     out = "WARNING noise\n" + MARK + json.dumps({"ok": True, "vllm": "0.32.0+cpu", "max_num_batched_tokens": 20}) + "\n"

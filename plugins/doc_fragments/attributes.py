@@ -1,0 +1,24 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Attributes the collection's modules share: they only read, so check mode behaves as a normal run."""
+
+from __future__ import annotations
+
+
+class ModuleDocFragment(object):
+
+    # Modules that only read the host: check mode runs them exactly as a normal run, and they never change anything.
+    READ_ONLY = r"""
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: The module only reads, so check mode runs exactly as a normal run does.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates
+      no change.
+    support: full
+"""
