@@ -284,3 +284,24 @@ def port_owner(port, tree, proc="/proc", root=None):
         return Listener("foreign", [], "port %d is held by a process of uid %s, not by the watched process"
                         % (port, ", ".join(map(str, strangers))))
     return Listener("unknown", sorted(ours), "cannot tell which process holds port %d" % port)
+
+
+def service_port_owner(port, main_pid, service_uid, proc="/proc"):
+    """Who holds ``port`` before a service (re)starts on it, by the same rules as ``port_owner``.
+
+    ``main_pid`` is the service's running MainPID (0 or None when it is not running); its process tree is
+    the service. A listener no readable process holds (root may not read another user's /proc/PID/fd, as in
+    containers) belongs to the service when its socket's uid is the service account's, ``service_uid``.
+    """
+    tree = process_tree(main_pid, proc) if main_pid else set()
+    owner = port_owner(port, tree, proc, root=main_pid or None)
+    if owner.kind != "unknown":
+        return owner
+    sockets = listening_sockets(port, proc)
+    if sockets is None:
+        return owner
+    uids = sorted(set(sockets.values()))
+    if service_uid is not None and uids == [service_uid]:
+        return Listener("ours", owner.pids, "port %d is held by a socket of the service account (uid %d)" % (port, service_uid))
+    return Listener("foreign", [], "port %d is held by a process of uid %s, not by the service"
+                    % (port, ", ".join(str(u) for u in uids if u != service_uid)))

@@ -47,7 +47,8 @@ def test_ansible_test_sanity_is_clean(tmp_path):
     assert proc.returncode == 0, proc.stdout[-10000:] + proc.stderr[-6000:]
 
 
-@pytest.mark.parametrize("plugin", ["llmops.vllm.vllm_wait", "llmops.vllm.vllm_model_info", "llmops.vllm.vllm_config_check"])
+@pytest.mark.parametrize("plugin", ["llmops.vllm.vllm_wait", "llmops.vllm.vllm_model_info", "llmops.vllm.vllm_config_check",
+                                    "llmops.vllm.vllm_port_owner"])
 def test_module_docs_render(plugin):
     proc = run(["ansible-doc", plugin])
     assert proc.returncode == 0, proc.stderr

@@ -13,6 +13,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.liveness import (
     describe_wait_status,
     listening_sockets,
     port_owner,
+    service_port_owner,
     process_tree,
 )
 
@@ -208,3 +209,21 @@ def test_port_owner_on_the_real_system():
             child.wait()
     finally:
         server.close()
+
+
+def test_service_port_owner(proc):
+    proc.process(10)
+    proc.process(11, ppid=10)
+    proc.process(50, comm="old-vllm")
+    root = str(proc.root)
+    assert service_port_owner(8000, 10, 999, root).kind == "none"
+    proc.listen(8000, 111)
+    proc.socket(11, 5, 111)
+    assert service_port_owner(8000, 10, 999, root).kind == "ours"
+    assert service_port_owner(8000, None, 999, root).kind == "foreign"     # the service is stopped: pid 11 is not it
+    proc.listen(8001, 222, uid=999)                                        # nobody readable holds it
+    assert service_port_owner(8001, None, 999, root).kind == "ours"        # the service account's socket
+    owner = service_port_owner(8001, None, 1000, root)
+    assert owner.kind == "foreign" and "uid 999" in owner.detail
+    proc.socket(50, 7, 222)
+    assert service_port_owner(8001, 10, 999, root).pids == [50]            # a readable holder outside the tree
