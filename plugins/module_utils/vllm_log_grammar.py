@@ -129,18 +129,21 @@ class Collector(object):
     Chosen from the first line of a log that has one; lines without it stay as they are, and what is left
     (a supervisor's header after a stamp, a second prefix) is taken off line by line where a line is read.
     Kubernetes CRI splits a long line into partial ("P") lines: they are joined again, and a partial line
-    at the end of a block waits for the next block.
+    at the end of a block waits for the next block. Docker's json-file records are decoded line by line,
+    their partial records (no trailing newline) joined the same way.
     """
 
     def __init__(self, pattern, cri=False):
-        self.prefix = re.compile("^(?:%s)" % pattern, re.M)
+        self.prefix = re.compile("^(?:%s)" % pattern, re.M) if pattern else None
         self.cri = cri
         self.pending = ""
 
     @classmethod
     def for_line(cls, line):
-        if _COLLECTOR.match(line) is None:
+        if not has_collector_prefix(line):
             return None
+        if line.startswith('{"log":'):
+            return cls(None)
         for pattern in _COLLECTORS:
             if re.match(pattern, line):
                 if pattern.startswith("(?P<cri>"):
@@ -151,11 +154,24 @@ class Collector(object):
         return None
 
     def strip(self, block):
+        if self.prefix is None:
+            return self._decode(block)
         if self.pending:
             block, self.pending = self.pending + "\n" + block, ""
         if self.cri:
             block = self._join_partials(block)
         return self.prefix.sub("", block)
+
+    def _decode(self, block):
+        out = []
+        for line in block.split("\n"):
+            text, partial = strip_collector(line)
+            text, self.pending = self.pending + text, ""
+            if partial:
+                self.pending = text
+            else:
+                out.append(text)
+        return "\n".join(out)
 
     def _join_partials(self, block):
         last = block.rfind("\n") + 1
@@ -247,9 +263,12 @@ def _split_traceback(record):
     return [head] + _JOINED_TRACEBACK.split(body)
 
 
+_OWN_STARTS = ("(",) + LEVELS
+
+
 def records(line):
     """Normalise one physical line into vLLM records: collector prefixes off, joined records apart."""
-    if not line.startswith(("(",) + LEVELS):        # vLLM's own line needs no collector stripped
+    if not line.startswith(_OWN_STARTS):        # vLLM's own line needs no collector stripped
         line = strip_collector(line)[0]
     return split_records(line)
 

@@ -113,7 +113,6 @@ DEFAULT_HINTS = {
                       "(journalctl -u UNIT); a stop or restart during the wait also ends it",
     "port_in_use": _PORT_HINT,
     "config_error": "fix the setting named in detail",
-    "exception": _EXCEPTION_HINT,
     TIMEOUT: "if the log still advances, raise timeout (weights, torch.compile and CUDA graph capture of a large "
              "model take minutes); otherwise look at log_tail for where the start-up stalled",
 }

@@ -26,12 +26,9 @@ from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_grammar impor
     QUIET_LEVELS,
     LogLine,
     exception_text,
-    has_collector_prefix,
     is_continuation,
     parse_line,
     records,
-    split_records,
-    strip_collector,
 )
 from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_signatures import (
     BARE_FAILURE,
@@ -127,8 +124,7 @@ class LogWatch(object):
         self._quiet = QUIET
         self._validation = None
         self._validation_lines = 0
-        self._collected = None      # how a collector prefixed the lines (False: one to undo line by line)
-        self._partial = ""          # a CRI partial line waiting for its end
+        self._collected = None      # the Collector that prefixed the lines, once the first one shows it
         self._open = None           # the last failing record, which a hard-wrapped line may continue
         self._joined = 0
         self._open_evidence = []
@@ -150,12 +146,8 @@ class LogWatch(object):
         if self.tail.maxlen:
             self.tail.extend(block.rsplit("\n", self.tail.maxlen)[-self.tail.maxlen:])
         if self._collected is None:
-            first = (block[:block.find("\n")] if "\n" in block else block).lstrip("\x00")
-            if has_collector_prefix(first):
-                self._collected = Collector.for_line(first) or False
-        if self._collected is False:
-            block = self._normalise(block)
-        elif self._collected is not None:
+            self._collected = Collector.for_line((block[:block.find("\n")] if "\n" in block else block).lstrip("\x00"))
+        if self._collected is not None:
             block = self._collected.strip(block)
         self._spot_milestones(block, now, backlog)
         self._scan_outside_shutdowns(block, now)
@@ -165,18 +157,6 @@ class LogWatch(object):
                     self.ready_pattern_seen = True
                     self.milestones.setdefault("ready_pattern", Sighting(now, None, backlog))
                     break
-
-    def _normalise(self, block):
-        out = []
-        for line in block.split("\n"):
-            text, partial = strip_collector(line)
-            if self._partial:
-                text, self._partial = self._partial + text, ""
-            if partial:
-                self._partial = text
-                continue
-            out.extend(split_records(text))
-        return "\n".join(out)
 
     def _scan_outside_shutdowns(self, block, now):
         """Scan for failures, except in what a process prints after its shutdown was requested.

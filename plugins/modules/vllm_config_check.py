@@ -22,8 +22,12 @@ description:
 author:
   - llmops.vllm maintainers (!UNKNOWN)
 options:
-  python:
-    description: The Python of the virtualenv that will serve, for example C(/opt/vllm/venv-0.20.2/bin/python).
+  executable:
+    description:
+      - The program the service runs (its C(ExecStart)), in the C(bin) of the virtualenv that will serve, for example
+        C(/opt/vllm/venv-0.20.2/bin/vllm), or on CPU hosts the install role's C(vllm-cpu-cli) wrapper.
+      - The check runs it with that virtualenv's C(python), as a module, so whatever it sets up before vLLM's command
+        line starts applies to the check as well.
     type: path
     required: true
   argv:
@@ -56,7 +60,7 @@ extends_documentation_fragment:
 EXAMPLES = r"""
 - name: Check the command with the new venv's vLLM before restarting
   llmops.vllm.vllm_config_check:
-    python: /opt/vllm/venv-0.20.2/bin/python
+    executable: /opt/vllm/venv-0.20.2/bin/vllm
     argv: [serve, /srv/models/Qwen3.6-27B, --max-num-batched-tokens, "32768",
            --speculative-config, '{"method":"dflash","model":"/opt/vllm/drafters/d","num_speculative_tokens":15}']
     environment:
@@ -113,7 +117,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.vllm_config_check impo
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            python=dict(type="path", required=True),
+            executable=dict(type="path", required=True),
             argv=dict(type="list", elements="str", required=True),
             environment=dict(type="dict", default={}),
             timeout=dict(type="int", default=300),
@@ -121,8 +125,9 @@ def main():
         ),
         supports_check_mode=True,
     )
-    python = module.params["python"]
-    if not os.access(python, os.X_OK):
+    executable = module.params["executable"]
+    python = os.path.join(os.path.dirname(executable), "python")
+    if not (os.access(python, os.X_OK) and os.path.isfile(executable)):
         module.exit_json(changed=False, status="unavailable", reason="", hint="", root_cause_line="", seconds=0.0,
                          accepted={}, output_tail=[],
                          detail="no virtualenv at %s yet: the command is checked once vllm_install has installed it"
@@ -145,7 +150,7 @@ def main():
     try:
         # coreutils' timeout ends a check that hangs (exit 124), as it would hang the start
         rc, out, err = module.run_command(drop + ["timeout", str(module.params["timeout"])]
-                                          + command(python, module.params["argv"]), environ_update=env, cwd=home)
+                                          + command(python, executable, module.params["argv"]), environ_update=env, cwd=home)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     result = interpret(rc, (out or "") + (err or ""), time.monotonic() - started, module.params["timeout"])
