@@ -60,6 +60,15 @@ def test_drafter_config_is_rendered_with_computed_layer_ids(host):
     assert rendered["dflash_config"]["mask_token_id"] == original["dflash_config"]["mask_token_id"]
 
 
+def test_the_state_file_names_what_a_rollback_brings_back(host):
+    state = host.file(f"/etc/vllm/{SERVICE}.state.json")
+    assert state.user == "root" and state.mode == 0o644
+    served = json.loads(state.content_string)
+    assert served["health_url"] == "http://127.0.0.1:8000/health"
+    assert served["expected_model"] == MODEL
+    assert "--speculative-config" in served["argv"]
+
+
 def test_port_is_listening_on_the_host(host):
     assert host.socket("tcp://0.0.0.0:8000").is_listening
 
