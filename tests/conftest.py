@@ -34,3 +34,12 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def collections_path() -> str:
     return os.environ["ANSIBLE_COLLECTIONS_PATH"]
+
+
+@pytest.fixture
+def http_stub():
+    """An HttpStub (tests/fixtures/http_stub.py) on a free loopback port with no routes yet; closed after the test."""
+    from ansible_collections.llmops.vllm.tests.fixtures.http_stub import HttpStub   # importable once the farm is on sys.path
+
+    with HttpStub() as stub:
+        yield stub

@@ -1,13 +1,11 @@
 from __future__ import annotations
 
-import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils import http_probe
+from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
 
 METRICS = """# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
 # TYPE vllm:spec_decode_num_drafts_total counter
@@ -19,62 +17,21 @@ weird_line_without_value
 """
 
 
-class Handler(BaseHTTPRequestHandler):
-    health = 200
-    key = "s3cret"
-    seen_auth = []
+KEY = "s3cret"
 
-    def do_GET(self):  # noqa: N802 (http.server API)
-        self.seen_auth.append((self.path, self.headers.get("Authorization")))
-        if self.path == "/health":
-            return self.reply(self.health, b"")
-        if self.path == "/v1/models":
-            if self.headers.get("Authorization") != "Bearer " + self.key:
-                return self.reply(401, b'{"error":"Unauthorized"}')
-            return self.reply(200, json.dumps({"object": "list", "data": [{"id": "tiny"}, {"id": "draft"}]}).encode())
-        return self.reply(404, b"")
 
-    def reply(self, code, body):
-        self.send_response(code)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+def models(request):
+    """vLLM's /v1/models behind --api-key."""
+    if request.headers.get("Authorization") != "Bearer " + KEY:
+        return Route(401, b'{"error":"Unauthorized"}')
+    return Route(body={"object": "list", "data": [{"id": "tiny"}, {"id": "draft"}]})
 
 
 @pytest.fixture
-def server():
-    Handler.health, Handler.seen_auth = 200, []
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield "http://127.0.0.1:%d" % srv.server_address[1]
-    srv.shutdown()
-    srv.server_close()
-
-
-def raw_listener(behaviour):
-    """A TCP listener that closes every connection at once ('reset') or never answers ('silent')."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(8)
-    held = []
-
-    def loop():
-        while True:
-            try:
-                conn, _peer = sock.accept()
-            except OSError:
-                return
-            if behaviour == "reset":
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-                conn.close()
-            else:
-                held.append(conn)
-
-    threading.Thread(target=loop, daemon=True).start()
-    return sock, "http://127.0.0.1:%d/health" % sock.getsockname()[1]
+def server(http_stub):
+    """/health open to all, /v1/models only with the key."""
+    http_stub.routes.update({"/health": Route(200), "/v1/models": models})
+    return http_stub
 
 
 def free_port():
@@ -85,49 +42,42 @@ def free_port():
 
 def test_health_status_codes(server):
     prober = http_probe.HttpProber()
-    assert prober.health(server + "/health", 2).status == 200
-    Handler.health = 503
-    assert prober.health(server + "/health", 2) == (503, None, b"")
+    assert prober.health(server.url + "/health", 2).status == 200
+    server.routes["/health"] = Route(503)
+    assert prober.health(server.url + "/health", 2) == (503, None, b"")
 
 
 def test_models_sends_the_key_only_to_v1(server):
     prober = http_probe.HttpProber()
-    prober.health(server + "/health", 2)
-    result, ids = prober.models(server + "/v1/models", "s3cret", 2)
+    prober.health(server.url + "/health", 2)
+    result, ids = prober.models(server.url + "/v1/models", "s3cret", 2)
     assert result.status == 200 and ids == ["tiny", "draft"]
-    assert Handler.seen_auth == [("/health", None), ("/v1/models", "Bearer s3cret")]
-    result, ids = prober.models(server + "/v1/models", None, 2)
+    assert [(r.path, r.headers.get("Authorization")) for r in server.requests] == [("/health", None), ("/v1/models", "Bearer s3cret")]
+    result, ids = prober.models(server.url + "/v1/models", None, 2)
     assert result.status == 401 and ids == []
 
 
 def test_wildcard_host_is_probed_on_loopback(server):
-    port = server.rsplit(":", 1)[1]
-    assert http_probe.get("http://0.0.0.0:%s/health" % port, 2).status == 200
+    assert http_probe.get("http://0.0.0.0:%d/health" % server.port, 2).status == 200
 
 
 def test_refused():
     assert http_probe.get("http://127.0.0.1:%d/health" % free_port(), 2) == (None, "refused", None)
 
 
-def test_reset_like_docker_proxy():
-    sock, url = raw_listener("reset")
-    try:
-        assert http_probe.get(url, 2).error == "reset"
-    finally:
-        sock.close()
+def test_reset_like_docker_proxy(http_stub):
+    http_stub.routes["/health"] = Route(reset=True)
+    assert http_probe.get(http_stub.url + "/health", 2).error == "reset"
 
 
-def test_timeout():
-    sock, url = raw_listener("silent")
-    try:
-        assert http_probe.get(url, 0.2).error == "timeout"
-    finally:
-        sock.close()
+def test_timeout(http_stub):
+    http_stub.routes["/health"] = Route(delay=30)    # closing the stub ends the wait
+    assert http_probe.get(http_stub.url + "/health", 0.2).error == "timeout"
 
 
 def test_proxy_in_the_environment_is_not_used(server, monkeypatch):
     monkeypatch.setenv("http_proxy", "http://127.0.0.1:%d" % free_port())
-    assert http_probe.get(server + "/health", 2).status == 200
+    assert http_probe.get(server.url + "/health", 2).status == 200
 
 
 @pytest.mark.parametrize("url, expected", [

@@ -11,10 +11,10 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
+from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
 
 MODULE = "plugins/modules/vllm_wait.py"
 
@@ -26,25 +26,10 @@ def run_module(repo_root, collections_path, **args):
     return proc.returncode, json.loads(proc.stdout)
 
 
-class Health(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (http.server API)
-        body = b'{"data": [{"id": "tiny"}]}' if self.path == "/v1/models" else b""
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def server():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Health)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield srv.server_address[1]
-    srv.shutdown()
-    srv.server_close()
+def server(http_stub):
+    http_stub.routes.update({"/health": Route(200), "/v1/models": Route(body={"data": [{"id": "tiny"}]})})
+    return http_stub.port
 
 
 @pytest.fixture
