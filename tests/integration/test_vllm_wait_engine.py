@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_cli import run_module
+from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
 
 pytestmark = pytest.mark.engine
 
@@ -88,7 +88,7 @@ def test_real_start_is_ready_with_dflash_then_engine_death_is_reported(
     server = VllmServe(engine_python, vllm_cli, log, tiny_models["target"], tiny_models["drafter"], free_port())
     server.start()
     try:
-        res = run_module("llmops.vllm.vllm_wait", wait_args(server, offset))
+        res = run_module("llmops.vllm.vllm_wait", wait_args(server, offset)).result()
         assert res["status"] == "ready", res.get("msg")
         assert res["reason"] == "ready" and res["changed"] is False
         assert res["health_status"] == 200 and SERVED in res["models"]
@@ -103,7 +103,7 @@ def test_real_start_is_ready_with_dflash_then_engine_death_is_reported(
         offset = log.stat().st_size
         os.kill(server.engine_core_pid(), signal.SIGKILL)
         killed_at = time.monotonic()
-        res = run_module("llmops.vllm.vllm_wait", wait_args(server, offset, timeout=60))
+        res = run_module("llmops.vllm.vllm_wait", wait_args(server, offset, timeout=60)).result()
         assert res["failed"] and res["status"] == "failed", res
         assert res["reason"] == "engine_died", res["msg"]
         assert time.monotonic() - killed_at < 30
@@ -130,7 +130,7 @@ def test_real_start_failure_is_classified(case, engine_python, vllm_cli, tiny_mo
     server = VllmServe(engine_python, vllm_cli, tmp_path / "vllm.log", model_path, drafter, free_port(), extra)
     server.start()
     try:
-        res = run_module("llmops.vllm.vllm_wait", wait_args(server, 0, timeout=180))
+        res = run_module("llmops.vllm.vllm_wait", wait_args(server, 0, timeout=180)).result()
     finally:
         server.stop()
     assert res["status"] == "failed", res.get("msg")
@@ -148,7 +148,7 @@ def test_real_port_in_use_is_reported(engine_python, vllm_cli, tiny_models, tmp_
                            tiny_models["drafter"], port)
         server.start()
         try:
-            res = run_module("llmops.vllm.vllm_wait", wait_args(server, 0, timeout=180))
+            res = run_module("llmops.vllm.vllm_wait", wait_args(server, 0, timeout=180)).result()
         finally:
             server.stop()
     assert res["status"] == "failed" and res["reason"] == "port_in_use", res.get("msg")

@@ -2,15 +2,13 @@
 
 tests/fixtures/scripted_vllm.py plays the server: it writes vLLM-like lines to a
 log over time, then serves /health and /v1/models, or dies, or reports a fatal
-error, as each test asks. A callback plugin records when the controller got the
-module's result, so detection latencies are measured end to end.
+error, as each test asks. The task_results callback records when the controller
+got the module's result, so detection latencies are measured end to end.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -20,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-SCRIPTED = HERE.parent / "fixtures" / "scripted_vllm.py"
-ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+from ansible_collections.llmops.vllm.tests.ansible_cli import module_play, start_playbook
+
+SCRIPTED = Path(__file__).resolve().parents[1] / "fixtures" / "scripted_vllm.py"
 
 
 def free_port():
@@ -59,14 +57,14 @@ def holders_of(path, exclude):
 class Scenario(object):
     """One scripted server, its log and state directory, and vllm_wait run through ansible-playbook."""
 
-    def __init__(self, tmp_path, collections_path):
+    def __init__(self, tmp_path):
         self.tmp = tmp_path
         self.log = tmp_path / "serve.log"
         self.state = tmp_path / "state"
         self.state.mkdir()
         self.port = free_port()
-        self.collections_path = collections_path
         self.procs = []
+        self.runs = []
 
     def start(self, behaviour, *extra, log=True):
         argv = [sys.executable, str(SCRIPTED), behaviour, "--port", str(self.port), "--state", str(self.state)]
@@ -77,27 +75,22 @@ class Scenario(object):
         return proc
 
     def playbook(self, **args):
-        book = self.tmp / "wait.yml"
-        step = {"name": "Wait for the scripted server", "llmops.vllm.vllm_wait": args}
-        play = [{"name": "Wait", "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [step]}]
-        book.write_text(json.dumps(play))   # JSON is YAML
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=self.collections_path, RESULT_TIMES_FILE=str(self.tmp / "times"),
-                   ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"), ANSIBLE_CALLBACKS_ENABLED="result_times",
-                   ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
-        cmd = [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, str(book)]
-        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        run = start_playbook(module_play("llmops.vllm.vllm_wait", args))
+        self.runs.append(run)
+        return run
 
     def finish(self, run):
-        output = run.communicate(timeout=120)[0]
-        lines = (self.tmp / "times").read_text().splitlines()
-        record = json.loads(lines[-1])
-        record["result"]["task_outcome"] = record["outcome"]
-        return record["at"], record["result"], output
+        done = run.wait(timeout=120)
+        record = done.task()
+        result = dict(record.result, task_outcome=record.outcome)
+        return record.at, result, done.output
 
     def wait(self, **args):
         return self.finish(self.playbook(**args))
 
     def close(self):
+        for run in self.runs:
+            run.close()
         for proc in self.procs:
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGTERM)
@@ -109,8 +102,8 @@ class Scenario(object):
 
 
 @pytest.fixture
-def scenario(tmp_path, collections_path):
-    s = Scenario(tmp_path, collections_path)
+def scenario(tmp_path):
+    s = Scenario(tmp_path)
     yield s
     s.close()
 

@@ -11,12 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ansible_collections.llmops.vllm.tests.ansible_cli import ansible_env
+
 REPO = Path(__file__).resolve().parents[2]
 ROLES = sorted(p for p in (REPO / "roles").iterdir() if (p / "defaults" / "main.yml").exists())
 
 
 def run(cmd: list[str], cwd: Path = REPO, timeout: int = 1800) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+    # ansible-lint and ansible-doc resolve llmops.vllm.* the way the other tests' Ansible runs do.
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False, env=ansible_env())
 
 
 def test_ansible_lint_production_profile_is_clean():

@@ -1,8 +1,4 @@
-"""The module as Ansible runs it: a Python process reading ANSIBLE_MODULE_ARGS on stdin.
-
-Running the file (rather than patching AnsibleModule internals) keeps these tests
-independent of how a given ansible-core version hands arguments to modules.
-"""
+"""The module as a user runs it: a task in a playbook, its result as the controller got it."""
 
 from __future__ import annotations
 
@@ -14,16 +10,14 @@ import sys
 
 import pytest
 
+from ansible_collections.llmops.vllm.tests.ansible_cli import RC_HOST_FAILED, run_module
 from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
 
-MODULE = "plugins/modules/vllm_wait.py"
 
-
-def run_module(repo_root, collections_path, **args):
-    env = dict(os.environ, PYTHONPATH=collections_path.split(os.pathsep)[0])
-    proc = subprocess.run([sys.executable, str(repo_root / MODULE)], input=json.dumps({"ANSIBLE_MODULE_ARGS": args}),
-                          capture_output=True, text=True, env=env, timeout=60, check=False)
-    return proc.returncode, json.loads(proc.stdout)
+def vllm_wait(check=False, **args):
+    """(ansible-playbook's exit status, the task's result)."""
+    run = run_module("llmops.vllm.vllm_wait", args, check=check, timeout=60)
+    return run.rc, run.result()
 
 
 @pytest.fixture
@@ -40,12 +34,11 @@ def sleeper():
     proc.wait()
 
 
-def test_failed_start_fails_the_task_with_the_reason(repo_root, collections_path, tmp_path, sleeper):
+def test_failed_start_fails_the_task_with_the_reason(repo_root, tmp_path, sleeper):
     log = tmp_path / "serve.log"
     shutil.copy(repo_root / "tests/fixtures/logs/cpu-bad-spec-key.log", log)
-    rc, out = run_module(repo_root, collections_path, log_path=str(log), pid=sleeper, timeout=10,
-                         health_url="http://127.0.0.1:9/health")
-    assert rc == 1
+    rc, out = vllm_wait(log_path=str(log), pid=sleeper, timeout=10, health_url="http://127.0.0.1:9/health")
+    assert rc == RC_HOST_FAILED
     assert out["failed"] is True and out["changed"] is False
     assert (out["status"], out["reason"]) == ("failed", "config_error")
     assert "SpeculativeConfig.bogus_key" in out["detail"]
@@ -54,12 +47,12 @@ def test_failed_start_fails_the_task_with_the_reason(repo_root, collections_path
 
 
 @pytest.mark.parametrize("check_mode", [False, True])
-def test_ready_server_passes_in_both_modes(repo_root, collections_path, tmp_path, server, check_mode):
+def test_ready_server_passes_in_both_modes(tmp_path, server, check_mode):
     log = tmp_path / "serve.log"
     log.write_text("(APIServer pid=1) INFO:     Application startup complete.\n")
-    rc, out = run_module(repo_root, collections_path, log_path=str(log), pid=os.getpid(), timeout=10,
-                         health_url="http://0.0.0.0:%d/health" % server, expect_model="tiny",
-                         api_key="not-shown", _ansible_check_mode=check_mode)
+    rc, out = vllm_wait(log_path=str(log), pid=os.getpid(), timeout=10,
+                        health_url="http://0.0.0.0:%d/health" % server, expect_model="tiny",
+                        api_key="not-shown", check=check_mode)
     assert rc == 0, out
     assert (out["status"], out["reason"], out["changed"], out["listener"]) == ("ready", "ready", False, "ours")
     assert out["models"] == ["tiny"]
@@ -67,15 +60,15 @@ def test_ready_server_passes_in_both_modes(repo_root, collections_path, tmp_path
     assert out["cursor"].startswith("v1;log=")
 
 
-def test_unit_and_pid_are_mutually_exclusive(repo_root, collections_path):
-    rc, out = run_module(repo_root, collections_path, unit="vllm", pid=1)
-    assert rc == 1 and "mutually exclusive" in out["msg"]
+def test_unit_and_pid_are_mutually_exclusive():
+    rc, out = vllm_wait(unit="vllm", pid=1)
+    assert rc == RC_HOST_FAILED and "mutually exclusive" in out["msg"]
 
 
-def test_bad_values_fail_with_a_message(repo_root, collections_path, tmp_path):
-    rc, out = run_module(repo_root, collections_path, cursor="garbage", timeout=0)
-    assert rc == 1 and "cursor" in out["msg"]
-    rc, out = run_module(repo_root, collections_path, log_path=str(tmp_path / "x.log"), log_offset="soon", timeout=0)
-    assert rc == 1 and "log_offset" in out["msg"]
-    rc, out = run_module(repo_root, collections_path, fail_patterns=[{"pattern": "x", "reason": "bad"}], timeout=0)
-    assert rc == 1 and "reason must be one of" in out["msg"]
+def test_bad_values_fail_with_a_message(tmp_path):
+    rc, out = vllm_wait(cursor="garbage", timeout=0)
+    assert rc == RC_HOST_FAILED and "cursor" in out["msg"]
+    rc, out = vllm_wait(log_path=str(tmp_path / "x.log"), log_offset="soon", timeout=0)
+    assert rc == RC_HOST_FAILED and "log_offset" in out["msg"]
+    rc, out = vllm_wait(fail_patterns=[{"pattern": "x", "reason": "bad"}], timeout=0)
+    assert rc == RC_HOST_FAILED and "reason must be one of" in out["msg"]
