@@ -32,8 +32,12 @@ log "ansible-playbook playbooks/deploy.yml -i inventories/demo"
 ansible-playbook playbooks/deploy.yml -i inventories/demo
 
 log "the server, asked from this machine"
-python3 - "http://127.0.0.1:$PORT" <<'PYEOF'
-import json, re, sys, urllib.request
+# http_probe (Prometheus text parser) from the collection just installed and deployed.
+python3 - "http://127.0.0.1:$PORT" "$BUILD/collections" <<'PYEOF'
+import json, sys, urllib.request
+
+sys.path.insert(0, sys.argv[2])
+from ansible_collections.llmops.vllm.plugins.module_utils import http_probe
 
 base = sys.argv[1]
 def get(path, body=None):
@@ -47,8 +51,9 @@ print(f"endpoint:    {base}/v1  (model {models[0]['id']})")
 out = json.loads(get("/v1/completions", {"model": models[0]["id"], "prompt": "The health endpoint",
                                          "max_tokens": 32, "temperature": 0}))
 print(f"completion:  {out['choices'][0]['text']!r}  ({out['usage']['completion_tokens']} tokens)")
-metrics = get("/metrics")
+samples = http_probe.parse_metrics(get("/metrics"))
 for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
-    m = re.search(rf"^vllm:spec_decode_{name}_total\{{[^}}]*\}} (\S+)$", metrics, re.M)
-    print(f"spec_decode_{name}_total: {m.group(1) if m else 'absent'}")
+    metric = f"vllm:spec_decode_{name}_total"
+    value = f"{http_probe.metric_total(samples, metric):g}" if metric in samples else "absent"
+    print(f"spec_decode_{name}_total: {value}")
 PYEOF

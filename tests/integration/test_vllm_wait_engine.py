@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.llmops.vllm.plugins.module_utils.http_probe import metric_total
 from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
 
 pytestmark = pytest.mark.engine
@@ -97,8 +97,7 @@ def test_real_start_is_ready_with_dflash_then_engine_death_is_reported(
         completion = json.loads(http(server.port, "/v1/completions", {
             "model": SERVED, "prompt": "Speculative decoding", "max_tokens": 24, "temperature": 0, "ignore_eos": True}))
         assert completion["usage"]["completion_tokens"] == 24
-        drafts = re.search(r"^vllm:spec_decode_num_drafts_total\{[^}]*\} (\S+)$", http(server.port, "/metrics"), re.M)
-        assert drafts and float(drafts.group(1)) > 0
+        assert metric_total(http(server.port, "/metrics"), "vllm:spec_decode_num_drafts_total") > 0
 
         offset = log.stat().st_size
         os.kill(server.engine_core_pid(), signal.SIGKILL)
