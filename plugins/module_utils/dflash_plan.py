@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import copy
 import posixpath
-import re
 from collections.abc import Mapping
 from typing import Any
+
+from ansible_collections.llmops.vllm.plugins.module_utils import vllm_rules
 
 DEFAULT_VLLM_VERSION = "0.20.2"
 
@@ -35,15 +36,13 @@ TARGET_SIZES = ("num_hidden_layers", "hidden_size", "vocab_size")
 # The role variables a problem can name besides the model paths, which the caller names.
 LAYER_IDS_VAR = "vllm_drafter_target_layer_ids"
 MASK_TOKEN_VAR = "vllm_drafter_mask_token_id"
-VERSION_VAR = "vllm_drafter_vllm_version"
+VERSION_VAR = "vllm_common_version"
 OVERRIDES_VAR = "vllm_drafter_config_overrides"
-RENDER_DIR_VAR = "vllm_drafter_render_dir"
+RENDER_DIR_VAR = "vllm_common_drafter_dir"
 
 _TARGET_HINT = "Point it at the target model directory, the one holding the model's config.json."
 _CHECKPOINT_HINT = "Point it at the DFlash drafter checkpoint directory, the one holding its config.json and weights."
 _OTHER_TARGET = "The drafter was trained for another target model."
-
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 class DFlashError(ValueError):
@@ -61,11 +60,10 @@ def vllm_version_tuple(version: Any) -> tuple[int, int, int]:
     Pre-release, dev and local parts are ignored on purpose: ``0.22.0rc1`` is
     cut from the 0.22 branch and already reads ids the 0.22 way.
     """
-    match = _VERSION.match(str(version).strip())
-    if not match:
-        raise DFlashError(f"not a vLLM version: {version!r} (expected something like 0.20.2 or 0.22.0rc1)")
-    major, minor, patch = match.groups()
-    return int(major), int(minor), int(patch or 0)
+    try:
+        return vllm_rules.parse_release(version)
+    except ValueError:
+        raise DFlashError(f"not a vLLM version: {version!r} (expected something like 0.20.2 or 0.22.0rc1)") from None
 
 
 def _layer_id_offset(vllm_version: Any) -> int:

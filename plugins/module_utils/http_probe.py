@@ -28,13 +28,14 @@ ProbeResult = namedtuple("ProbeResult", "status error body")
 
 # Probes go straight to the server: a proxy in the environment must not answer for it.
 _OPENER = build_opener(ProxyHandler({}))
-_UNSPECIFIED = ("0.0.0.0", "::", "[::]", "")
+# Bind addresses that mean every interface: a client on this host reaches them on loopback.
+WILDCARD_HOSTS = ("0.0.0.0", "::", "[::]", "")
 
 
 def local_url(url):
     """Rewrite a wildcard bind address (0.0.0.0, ::) to 127.0.0.1, which is what a client can reach."""
     parts = urlsplit(url)
-    if parts.hostname not in _UNSPECIFIED and parts.hostname is not None:
+    if parts.hostname not in WILDCARD_HOSTS and parts.hostname is not None:
         return url
     netloc = "127.0.0.1" + (":%d" % parts.port if parts.port else "")
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
@@ -56,7 +57,7 @@ def url_host_port(url):
 
 def is_local_host(host):
     """True for names and addresses that mean this machine (so /proc tells who listens)."""
-    if host in _UNSPECIFIED or host in (None, "localhost", "ip6-localhost"):
+    if host in WILDCARD_HOSTS or host in (None, "localhost", "ip6-localhost"):
         return True
     return host.startswith("127.") or host == "::1"
 

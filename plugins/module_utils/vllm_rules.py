@@ -196,8 +196,8 @@ def _speculative_problems(s, prefix, release, note):
                    % (prefix, prefix, s.method, s.tokens, prefix))
     if s.method == "dflash" and (not s.model or s.release < DFLASH_SINCE):
         out.append("%sspeculative_method dflash needs %sspeculative_model (the drafter directory rendered by the "
-                   "vllm_drafter role, got '%s') and vLLM %s or later (%svllm_version is %s)."
-                   % (prefix, prefix, s.model, _show(DFLASH_SINCE), prefix, release))
+                   "vllm_drafter role, got '%s') and vLLM %s or later (vllm_common_version is %s)."
+                   % (prefix, prefix, s.model, _show(DFLASH_SINCE), release))
     if "tensor_parallel_size" in s.extra:
         out.append("%sspeculative_extra must not set tensor_parallel_size: vLLM rejects it (\"Please pass "
                    "'draft_tensor_parallel_size' instead\"). For DFlash leave it out (the drafter runs inside the "

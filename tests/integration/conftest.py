@@ -41,8 +41,8 @@ def tiny_models(engine_python, tmp_path_factory) -> dict[str, Path]:
         "roles": [{"role": "llmops.vllm.vllm_drafter", "vars": {
             "vllm_drafter_target_model_dir": str(root / "tiny-qwen3"),
             "vllm_drafter_dir": str(root / "tiny-qwen3-dflash"),
-            "vllm_drafter_render_dir": str(rendered),
-            "vllm_drafter_vllm_version": ENGINE_VERSION,
+            "vllm_common_drafter_dir": str(rendered),
+            "vllm_common_version": ENGINE_VERSION,
         }}],
     }]
     run = run_playbook(play, timeout=1800)

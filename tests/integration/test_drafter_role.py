@@ -8,12 +8,12 @@ import json
 import os
 import pwd
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from ansible_collections.llmops.vllm.tests.ansible_cli import AnsibleRun, run_playbook
 
 from ansible_collections.llmops.vllm.tests.fixtures.models.tiny_checkpoints import (
     MASK_TOKEN_ID,
@@ -26,7 +26,6 @@ from ansible_collections.llmops.vllm.tests.fixtures.models.tiny_checkpoints impo
 PLAYBOOK = """\
 - name: Prepare the drafter
   hosts: localhost
-  connection: local
   gather_facts: false
   become: false
   tasks:
@@ -35,9 +34,12 @@ PLAYBOOK = """\
         name: llmops.vllm.vllm_drafter
         tasks_from: "{{ entry_point }}"
 
-    - name: Save the facts the role publishes
+    - name: Save what the role tells the server role
       ansible.builtin.copy:
-        content: "{{ {'changed': vllm_drafter_changed | default(None), 'backup': vllm_drafter_config_backup | default(None)} | to_json }}"
+        content: >-
+          {{ {'changed': ('drafter or model files changed' in vllm_common_restart_reasons) if vllm_common_restart_reasons is defined else None,
+              'backup': (vllm_common_backups | map(attribute='backup') | first | default('')) if vllm_common_backups is defined else None}
+             | to_json }}
         dest: "{{ facts_file }}"
         mode: "0644"
       check_mode: false
@@ -69,8 +71,8 @@ def role_vars(tmp_path, models):
     return {
         "vllm_drafter_target_model_dir": str(target),
         "vllm_drafter_dir": str(drafter),
-        "vllm_drafter_render_dir": str(tmp_path / "render" / drafter.name),
-        "vllm_drafter_vllm_version": "0.32.0",
+        "vllm_common_drafter_dir": str(tmp_path / "render" / drafter.name),
+        "vllm_common_version": "0.32.0",
         "vllm_drafter_owner": pwd.getpwuid(os.getuid()).pw_name,
         "vllm_drafter_group": grp.getgrgid(os.getgid()).gr_name,
     }
@@ -78,25 +80,17 @@ def role_vars(tmp_path, models):
 
 @pytest.fixture
 def play(tmp_path):
-    """Run the role with the given variables; returns the recap and the published facts."""
-    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    """Run the role with the given variables; returns the recap and what the role tells the server role."""
     runs = iter(range(1000))
 
     def run(variables: dict, check: bool = False, entry_point: str = "main") -> Run:
-        number = next(runs)
-        facts_file = tmp_path / f"facts-{number}.json"
-        extra = {**variables, "entry_point": entry_point, "facts_file": str(facts_file), "ansible_python_interpreter": sys.executable}
-        vars_file = tmp_path / f"vars-{number}.json"
-        vars_file.write_text(json.dumps(extra))
-        command = ["ansible-playbook", "-i", "localhost,", str(tmp_path / "play.yml"), "-e", f"@{vars_file}"]
-        env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_LOCALHOST_WARNING="0")
-        proc = subprocess.run(command + (["--check"] if check else []), capture_output=True, text=True, env=env,
-                              timeout=300, check=False, stdin=subprocess.DEVNULL)
-        output = proc.stdout + proc.stderr
-        recap = RECAP.search(output)
-        assert recap, output
+        facts_file = tmp_path / f"facts-{next(runs)}.json"
+        result = run_playbook(PLAYBOOK, extra_vars={**variables, "entry_point": entry_point, "facts_file": str(facts_file)},
+                              check=check, timeout=300)
+        recap = RECAP.search(result.stdout)
+        assert recap, result.report()
         facts = json.loads(facts_file.read_text()) if facts_file.exists() else None
-        return Run(proc.returncode, output, int(recap.group(2)), int(recap.group(4)), facts)
+        return Run(result.rc, result.output, int(recap.group(2)), int(recap.group(4)), facts)
 
     return run
 
@@ -111,13 +105,13 @@ def snapshot(directory: Path) -> dict:
 
 
 def rendered_config(role_vars: dict) -> dict:
-    return json.loads((Path(role_vars["vllm_drafter_render_dir"]) / "config.json").read_text())
+    return json.loads((Path(role_vars["vllm_common_drafter_dir"]) / "config.json").read_text())
 
 
 def test_renders_the_config_and_links_and_leaves_the_checkpoint_alone(play, role_vars, models):
     _target, drafter = models
     before = snapshot(drafter)
-    render_dir = Path(role_vars["vllm_drafter_render_dir"])
+    render_dir = Path(role_vars["vllm_common_drafter_dir"])
 
     first = play(role_vars)
 
@@ -149,7 +143,7 @@ def test_renders_the_config_and_links_and_leaves_the_checkpoint_alone(play, role
 
 
 def test_check_mode_writes_nothing(play, role_vars):
-    render_dir = Path(role_vars["vllm_drafter_render_dir"])
+    render_dir = Path(role_vars["vllm_common_drafter_dir"])
 
     planned = play(role_vars, check=True)
 
@@ -171,7 +165,7 @@ def test_check_mode_writes_nothing(play, role_vars):
 
 def test_changes_keep_a_backup_and_follow_the_checkpoint_files(play, role_vars, models):
     _target, drafter = models
-    render_dir = Path(role_vars["vllm_drafter_render_dir"])
+    render_dir = Path(role_vars["vllm_common_drafter_dir"])
     assert play(role_vars).returncode == 0
     previous = (render_dir / "config.json").read_text()
     (drafter / "tokenizer.json").write_text("{}")
@@ -221,7 +215,7 @@ def test_copies_the_models_from_the_controller(play, role_vars, models, tmp_path
     assert snapshot(host / "tiny-qwen3").keys() == snapshot(target).keys()
     assert {path.stat().st_mode & 0o777 for path in host.rglob("*") if path.is_file()} == {0o644}
     assert {path.stat().st_mode & 0o777 for path in host.rglob("*") if path.is_dir()} == {0o755}
-    render_dir = Path(copied["vllm_drafter_render_dir"])
+    render_dir = Path(copied["vllm_common_drafter_dir"])
     assert os.readlink(render_dir / "model.safetensors") == str(host / "tiny-qwen3-dflash" / "model.safetensors")
     assert rendered_config(copied)["dflash_config"]["target_layer_ids"] == [0, 1]
 
@@ -241,7 +235,7 @@ def test_a_bad_controller_copy_fails_before_anything_is_copied(play, role_vars, 
     assert run.returncode != 0
     assert "vllm_drafter_mask_token_id" in run.output
     assert not host_dir.exists()
-    assert not Path(role_vars["vllm_drafter_render_dir"]).exists()
+    assert not Path(role_vars["vllm_common_drafter_dir"]).exists()
 
 
 def _drafter(root: Path, **changes) -> dict:
@@ -253,7 +247,7 @@ def _drafter(root: Path, **changes) -> dict:
     ("change", "named"),
     [
         pytest.param(
-            lambda root: {"vllm_drafter_render_dir": str(root / "models" / "tiny-qwen3-dflash" / "vllm")}, ["vllm_drafter_render_dir"], id="render-inside"
+            lambda root: {"vllm_common_drafter_dir": str(root / "models" / "tiny-qwen3-dflash" / "vllm")}, ["vllm_common_drafter_dir"], id="render-inside"
         ),
         pytest.param(lambda root: {"vllm_drafter_target_model_dir": str(root / "absent")}, ["vllm_drafter_target_model_dir"], id="no-target"),
         pytest.param(lambda root: {"vllm_drafter_dir": ""}, ["vllm_drafter_dir"], id="drafter-unset"),
@@ -276,7 +270,7 @@ def test_bad_inputs_fail_naming_the_variable_and_write_nothing(play, role_vars, 
     assert run.failed == 1
     messages = [line for line in run.output.splitlines() if '"msg"' in line or "fatal:" in line]
     assert any(all(name in line for name in named) for line in messages), run.output
-    assert not Path(role_vars["vllm_drafter_render_dir"]).exists()
+    assert not Path(role_vars["vllm_common_drafter_dir"]).exists()
     assert snapshot(drafter) == before
 
 
@@ -307,7 +301,7 @@ def test_checkpoint_ids_are_converted_for_the_vllm_version(play, role_vars, tmp_
         **role_vars,
         "vllm_drafter_target_model_dir": str(deep),
         "vllm_drafter_dir": str(drafter),
-        "vllm_drafter_vllm_version": version,
+        "vllm_common_version": version,
         "vllm_drafter_target_layer_ids": explicit,
     }
 
@@ -325,7 +319,7 @@ def test_preflight_entry_point_only_reads(play, role_vars):
 
     assert run.returncode == 0, run.output
     assert run.changed == 0
-    assert not Path(role_vars["vllm_drafter_render_dir"]).exists()
+    assert not Path(role_vars["vllm_common_drafter_dir"]).exists()
 
 
 def test_preflight_entry_point_rejects_bad_inputs_too(play, role_vars):
@@ -335,47 +329,40 @@ def test_preflight_entry_point_rejects_bad_inputs_too(play, role_vars):
     assert "vllm_drafter_target_layer_ids" in run.output
 
 
-def run_steps(tmp_path: Path, role_vars: dict, steps: list[dict]) -> subprocess.CompletedProcess:
+def run_steps(role_vars: dict, steps: list[dict]) -> AnsibleRun:
     """One play that includes the role once per step, each with its own entry point and variables.
 
     The variables are play vars, not extra vars, so each include's own vars can override them.
     """
-    play = [
-        {
-            "name": "Check then deploy",
-            "hosts": "localhost",
-            "connection": "local",
-            "gather_facts": False,
-            "vars": {**role_vars, "ansible_python_interpreter": sys.executable},
-            "tasks": [
-                {
-                    "name": f"Run the role from {step['entry_point']}",
-                    "ansible.builtin.include_role": {"name": "llmops.vllm.vllm_drafter", "tasks_from": step["entry_point"]},
-                    "vars": step.get("vars", {}),
-                }
-                for step in steps
-            ],
-        }
-    ]
-    (tmp_path / "steps.yml").write_text(json.dumps(play))
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0")
-    command = ["ansible-playbook", "-i", "localhost,", str(tmp_path / "steps.yml")]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False, stdin=subprocess.DEVNULL)
+    return run_playbook([{
+        "name": "Check then deploy",
+        "hosts": "localhost",
+        "gather_facts": False,
+        "vars": role_vars,
+        "tasks": [
+            {
+                "name": f"Run the role from {step['entry_point']}",
+                "ansible.builtin.include_role": {"name": "llmops.vllm.vllm_drafter", "tasks_from": step["entry_point"]},
+                "vars": step.get("vars", {}),
+            }
+            for step in steps
+        ],
+    }], timeout=300)
 
 
-def test_main_reuses_a_fleet_preflight_with_the_same_settings(tmp_path, role_vars):
-    proc = run_steps(tmp_path, role_vars, [{"entry_point": "preflight"}, {"entry_point": "main"}])
+def test_main_reuses_a_fleet_preflight_with_the_same_settings(role_vars):
+    proc = run_steps(role_vars, [{"entry_point": "preflight"}, {"entry_point": "main"}])
 
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.rc == 0, proc.report()
     assert proc.stdout.count("TASK [llmops.vllm.vllm_drafter : Check the drafter, its target and the settings agree]") == 1, proc.stdout
     assert rendered_config(role_vars)["dflash_config"]["target_layer_ids"] == [0, 1]
 
 
-def test_main_checks_again_when_the_settings_changed_since_preflight(tmp_path, role_vars):
+def test_main_checks_again_when_the_settings_changed_since_preflight(role_vars):
     steps = [{"entry_point": "preflight"}, {"entry_point": "main", "vars": {"vllm_drafter_target_layer_ids": [0]}}]
 
-    proc = run_steps(tmp_path, role_vars, steps)
+    proc = run_steps(role_vars, steps)
 
-    assert proc.returncode != 0
-    assert "vllm_drafter_target_layer_ids: 1 ids [0] (as set)" in proc.stdout + proc.stderr
-    assert not Path(role_vars["vllm_drafter_render_dir"]).exists()
+    assert proc.rc != 0
+    assert "vllm_drafter_target_layer_ids: 1 ids [0] (as set)" in proc.output
+    assert not Path(role_vars["vllm_common_drafter_dir"]).exists()

@@ -43,19 +43,30 @@ def exec_start_words(unit_text: str) -> list[str]:
     return [w.replace("%%", "%").replace("$$", "$") for w in shlex.split(line[len("ExecStart="):])]
 
 
+# The command typed by hand on vLLM 0.20 (the drafter then was the checkpoint with a hand-edited config.json).
+HAND_WRITTEN = [
+    "serve", f"{MODELS}/Qwen3.6-27B", "--host", "127.0.0.1", "--port", "8000", "--tensor-parallel-size", "2",
+    "--max-model-len", "32768", "--max-num-batched-tokens", "32768", "--reasoning-parser", "qwen3",
+    "--tool-call-parser", "qwen3_coder", "--language-model-only", "--trust-remote-code",
+    "--speculative-config", '{"method":"dflash","model":"DRAFTER","num_speculative_tokens":15}',
+]
+
+
 def test_argv_is_the_hand_written_command(rendered: Path):
     data = json.loads((rendered / "gpu-node-1.json").read_text())
     drafter = data["speculative_model"]
-    # The drafter vLLM gets is the rendered copy of the Qwen3.6-27B-DFlash checkpoint, not the checkpoint itself.
-    assert Path(drafter).name == "Qwen3.6-27B-DFlash"
-    assert drafter != f"{MODELS}/Qwen3.6-27B-DFlash"
+    # The drafter vLLM gets is the rendered drafter directory, not the checkpoint itself.
+    assert drafter == "/opt/vllm/drafter"
+    hand_written = [word.replace("DRAFTER", drafter) for word in HAND_WRITTEN]
+    # Named flags first, then vllm_server_args in the inventory's order: the same flags and values, item for item
+    # within each flag, with --max-num-batched-tokens ahead of --max-model-len.
     assert data["argv"] == [
         "serve", f"{MODELS}/Qwen3.6-27B",
         "--host", "127.0.0.1",
         "--port", "8000",
         "--tensor-parallel-size", "2",
-        "--max-model-len", "32768",
         "--max-num-batched-tokens", "32768",
+        "--max-model-len", "32768",
         "--reasoning-parser", "qwen3",
         "--tool-call-parser", "qwen3_coder",
         "--language-model-only",
@@ -63,6 +74,7 @@ def test_argv_is_the_hand_written_command(rendered: Path):
         "--speculative-config",
         '{"method":"dflash","model":"%s","num_speculative_tokens":15}' % drafter,
     ]
+    assert sorted(map(tuple, argv_lines(data["argv"]))) == sorted(map(tuple, argv_lines(hand_written)))
     assert json.loads(data["argv"][-1]) == {"method": "dflash", "model": drafter, "num_speculative_tokens": 15}
 
 

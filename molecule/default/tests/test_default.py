@@ -10,7 +10,7 @@ import urllib.request
 SERVICE = "vllm"
 MODEL = "tiny-qwen3"
 ENDPOINT = f"http://127.0.0.1:{os.environ.get('LLMOPS_MOLECULE_PORT', '18100')}"
-DRAFTER_RENDERED = "/opt/vllm/drafters/tiny-qwen3-dflash/config.json"
+DRAFTER_RENDERED = "/opt/vllm/drafter/config.json"
 DRAFTER_ORIGINAL = "/srv/models/tiny-qwen3-dflash/config.json"
 
 
@@ -42,7 +42,7 @@ def test_unit_is_hardened_and_starts_dflash(host):
     assert spec, unit
     assert json.loads(spec.group(1)) == {
         "method": "dflash",
-        "model": "/opt/vllm/drafters/tiny-qwen3-dflash",
+        "model": "/opt/vllm/drafter",
         "num_speculative_tokens": 4,
     }
 

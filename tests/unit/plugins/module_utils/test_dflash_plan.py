@@ -247,11 +247,11 @@ def test_overrides_merge_as_ansible_combine_recursive(base, overrides):
 PATHS = {
     "vllm_drafter_target_model_dir": "/srv/models/tiny-qwen3",
     "vllm_drafter_dir": "/srv/models/tiny-qwen3-dflash",
-    "vllm_drafter_render_dir": "/opt/vllm/drafters/tiny-qwen3-dflash",
+    "vllm_common_drafter_dir": "/opt/vllm/drafters/tiny-qwen3-dflash",
 }
 KNOWN_VARIABLES = {
-    "vllm_drafter_target_model_dir", "vllm_drafter_target_model_src", "vllm_drafter_dir", "vllm_drafter_src", "vllm_drafter_render_dir",
-    "vllm_drafter_target_layer_ids", "vllm_drafter_mask_token_id", "vllm_drafter_vllm_version", "vllm_drafter_config_overrides",
+    "vllm_drafter_target_model_dir", "vllm_drafter_target_model_src", "vllm_drafter_dir", "vllm_drafter_src", "vllm_common_drafter_dir",
+    "vllm_drafter_target_layer_ids", "vllm_drafter_mask_token_id", "vllm_common_version", "vllm_drafter_config_overrides",
 }
 
 
@@ -346,28 +346,28 @@ def test_every_path_must_be_absolute(var, value):
     ],
 )
 def test_the_render_dir_must_lie_outside_the_model_dirs(model_var, render_dir):
-    problem = only_problem(run(paths={**PATHS, "vllm_drafter_render_dir": render_dir}))
+    problem = only_problem(run(paths={**PATHS, "vllm_common_drafter_dir": render_dir}))
     assert problem == (
-        f"vllm_drafter_render_dir ({render_dir}) lies inside {model_var} ({PATHS[model_var]}), "
+        f"vllm_common_drafter_dir ({render_dir}) lies inside {model_var} ({PATHS[model_var]}), "
         "whose config.json must stay as it is. Choose a directory of its own."
     )
 
 
 @pytest.mark.parametrize("render_dir", ["/srv/models/tiny-qwen3-dflash-vllm", "/srv/models", "/opt/vllm/drafters/x"])
 def test_a_render_dir_beside_or_above_the_models_is_fine(render_dir):
-    assert run(paths={**PATHS, "vllm_drafter_render_dir": render_dir})["problems"] == []
+    assert run(paths={**PATHS, "vllm_common_drafter_dir": render_dir})["problems"] == []
 
 
 def test_a_relative_path_is_not_also_compared():
     assert path_problems({**PATHS, "vllm_drafter_dir": ""}) == [
         "vllm_drafter_dir must be the absolute path of a directory on the host, got ''."]
-    assert path_problems({**PATHS, "vllm_drafter_render_dir": "tiny-qwen3-dflash"}) == [
-        "vllm_drafter_render_dir must be the absolute path of a directory on the host, got 'tiny-qwen3-dflash'."]
+    assert path_problems({**PATHS, "vllm_common_drafter_dir": "tiny-qwen3-dflash"}) == [
+        "vllm_common_drafter_dir must be the absolute path of a directory on the host, got 'tiny-qwen3-dflash'."]
 
 
 def test_path_problems_do_not_hide_the_others():
-    result = run(paths={**PATHS, "vllm_drafter_render_dir": "render"}, mask_token_id=VOCAB)
-    assert [problem.split(" ")[0] for problem in result["problems"]] == ["vllm_drafter_render_dir", "vllm_drafter_mask_token_id:"]
+    result = run(paths={**PATHS, "vllm_common_drafter_dir": "render"}, mask_token_id=VOCAB)
+    assert [problem.split(" ")[0] for problem in result["problems"]] == ["vllm_common_drafter_dir", "vllm_drafter_mask_token_id:"]
 
 
 def test_no_paths_no_path_checks():
@@ -531,7 +531,7 @@ def test_old_vllm_cannot_be_given_the_last_layer():
 @pytest.mark.parametrize("checkpoint", [checkpoint_read(), checkpoint_read(dflash_config={"mask_token_id": 3, "target_layer_ids": [0]})])
 def test_a_bad_version_is_named_when_it_is_needed(checkpoint):
     problem = only_problem(run(checkpoint=checkpoint, vllm_version="latest"))
-    assert problem == "vllm_drafter_vllm_version: not a vLLM version: 'latest' (expected something like 0.20.2 or 0.22.0rc1)."
+    assert problem == "vllm_common_version: not a vLLM version: 'latest' (expected something like 0.20.2 or 0.22.0rc1)."
 
 
 def test_set_ids_must_be_a_list():

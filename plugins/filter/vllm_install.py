@@ -1,0 +1,23 @@
+"""The filter that asks ``module_utils/vllm_install_plan`` what is wrong with the install settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmops.vllm.plugins.module_utils import vllm_install_plan
+
+
+def vllm_install_problems(settings: Mapping[str, Any], reads: Mapping[str, Any] | None = None) -> list[str]:
+    if not isinstance(settings, Mapping):
+        raise AnsibleFilterError(f"vllm_install_problems expects a mapping of settings, got {type(settings).__name__}")
+    return vllm_install_plan.problems(dict(settings), dict(reads or {}))
+
+
+class FilterModule:
+    """vLLM install filters."""
+
+    def filters(self):
+        return {"vllm_install_problems": vllm_install_problems}

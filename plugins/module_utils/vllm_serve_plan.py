@@ -1,0 +1,268 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ``vllm serve`` command a host will run, and what is wrong with its settings, before anything changes.
+
+Two kinds of settings reach the command:
+
+* the few the collection reasons about have variables of their own (the model, the served name, where it
+  listens, the tensor-parallel size, the token budget and the speculative settings): the release rules in
+  ``vllm_rules`` and the host checks below read them;
+* every other vLLM argument goes through one mapping by its CLI name (``vllm_server_args``), rendered one
+  flag per item in the mapping's order. The collection does not know those flags; the vLLM of the venv
+  that will serve does, and ``vllm_config_check`` asks it before any restart.
+
+The argv stays a flat list, one flag and its values per unit line, rather than vLLM's ``--config`` YAML:
+``systemctl cat`` then shows the exact command, and the venv check parses the very same words.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ansible_collections.llmops.vllm.plugins.module_utils import http_probe, vllm_rules
+
+PREFIX = "vllm_server_"
+
+# The settings with a variable of their own, in the order their flags follow ``serve MODEL``.
+NAMED_FLAGS = (
+    ("host", "--host"),
+    ("port", "--port"),
+    ("served_model_name", "--served-model-name"),
+    ("tensor_parallel_size", "--tensor-parallel-size"),
+    ("max_num_batched_tokens", "--max-num-batched-tokens"),
+    ("max_num_seqs", "--max-num-seqs"),
+)
+SPECULATIVE = ("speculative_method", "speculative_model", "num_speculative_tokens", "speculative_extra")
+SIZES = ("tensor_parallel_size", "max_num_batched_tokens", "max_num_seqs")
+# CLI names vllm_server_args must not carry, and the variable that owns each instead.
+_OWNED = dict(
+    [(flag[2:], PREFIX + name) for name, flag in NAMED_FLAGS]
+    + [("model", PREFIX + "model"), ("tp", PREFIX + "tensor_parallel_size"),
+       ("speculative-config", PREFIX + "speculative_method and its siblings"),
+       ("api-key", PREFIX + "api_key (it goes to the root-owned env file, never on the command line)")]
+)
+# Everything else plan() reads.
+_CONTEXT = ("executable", "version", "flavor", "service_name", "api_key_set", "require_api_key")
+KNOWN = frozenset(("model", "args", "extra_args") + SPECULATIVE + _CONTEXT + tuple(name for name, _flag in NAMED_FLAGS))
+_CLI_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _unset(value):
+    return value is None or value == ""
+
+
+def _count(value):
+    """An integer setting as Ansible may hand it over (YAML int, or a string of digits from a template); else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+def _word(value):
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(repr(value))
+    return str(value)
+
+
+def cli_name(key):
+    """``max_model_len``, ``--max-model-len`` and ``max-model-len`` all name the flag ``max-model-len``."""
+    return str(key).lstrip("-").replace("_", "-")
+
+
+def speculative_config(settings):
+    """The JSON object of --speculative-config, its own keys first; None when no method is set."""
+    method = settings.get("speculative_method")
+    if _unset(method):
+        return None
+    config = {"method": method}
+    if not _unset(settings.get("speculative_model")):
+        config["model"] = settings["speculative_model"]
+    if not _unset(settings.get("num_speculative_tokens")):
+        config["num_speculative_tokens"] = _count(settings["num_speculative_tokens"])
+    for key, value in (settings.get("speculative_extra") or {}).items():
+        config.setdefault(key, value)
+    return config
+
+
+def _arg_words(key, value):
+    """The words of one vllm_server_args entry: true is the bare flag, false its --no- form, null nothing."""
+    flag = "--" + cli_name(key)
+    if value is None:
+        return []
+    if value is True:
+        return [flag]
+    if value is False:
+        return ["--no-" + cli_name(key)]
+    if isinstance(value, dict):
+        return [flag, json.dumps(value, separators=(",", ":"), ensure_ascii=False)]
+    if isinstance(value, (list, tuple)):
+        return [flag] + [_word(item) for item in value]
+    return [flag, _word(value)]
+
+
+def argv_problems(settings):
+    """What keeps the settings from making a command line at all, each naming the variable."""
+    out = []
+    unknown = sorted(set(settings) - KNOWN)
+    if unknown:
+        out.append("unknown settings %s; known: %s." % (", ".join(unknown), ", ".join(sorted(KNOWN))))
+    if _unset(settings.get("model")):
+        out.append("%smodel (the model path or id to serve) must be set." % PREFIX)
+    for name in SIZES:
+        value = settings.get(name)
+        if _unset(value):
+            continue
+        if _count(value) is None or _count(value) < 1:
+            out.append("%s%s must be a positive integer, or null to keep vLLM's default; got %r." % (PREFIX, name, value))
+    port = settings.get("port")
+    if not _unset(port) and not 1 <= (_count(port) or 0) <= 65535:
+        out.append("%sport must be between 1 and 65535, got %r." % (PREFIX, port))
+    tokens = settings.get("num_speculative_tokens")
+    if not _unset(tokens) and _count(tokens) is None:
+        out.append("%snum_speculative_tokens must be an integer, got %r." % (PREFIX, tokens))
+    extra = settings.get("speculative_extra")
+    if extra is not None and not isinstance(extra, dict):
+        out.append("%sspeculative_extra must be a mapping of --speculative-config keys, got %r." % (PREFIX, extra))
+    else:
+        for key in sorted(set(extra or {}) & set(vllm_rules.OWN_VARIABLES)):
+            out.append("%sspeculative_extra must not set %s: use %s%s." % (
+                PREFIX, key, PREFIX, {"method": "speculative_method", "model": "speculative_model"}.get(key, key)))
+    args = settings.get("args", {})
+    if not isinstance(args, dict):
+        out.append("%sargs must be a mapping of vLLM CLI names to values (for example max-model-len: 32768), got %r."
+                   % (PREFIX, args))
+        args = {}
+    for key, value in args.items():
+        name = cli_name(key)
+        where = "%sargs.%s" % (PREFIX, key)
+        if not _CLI_NAME.match(name):
+            out.append("%s: %r is not a vLLM CLI name (words in lower case joined by - or _)." % (where, key))
+        elif name in _OWNED:
+            out.append("%s: --%s has its own variable; set %s instead." % (where, name, _OWNED[name]))
+        else:
+            try:
+                _arg_words(key, value)
+            except ValueError:
+                out.append("%s must be a string, a number, a boolean, null, a list of those or a mapping; got %r."
+                           % (where, value))
+    extra_args = settings.get("extra_args", [])
+    if not isinstance(extra_args, list):
+        out.append("%sextra_args must be a list of arguments, got %r." % (PREFIX, extra_args))
+    elif any(str(word).startswith("--api-key") for word in extra_args):
+        out.append("%sextra_args must not carry --api-key: the command line is world-readable (unit file, ps, "
+                   "systemctl status). Set %sapi_key instead; it goes only to the root-owned 0600 env file as "
+                   "VLLM_API_KEY." % (PREFIX, PREFIX))
+    return out
+
+
+def argv(settings):
+    """The arguments of ``vllm serve`` (without the executable): ``serve MODEL``, the named flags, the
+    vllm_server_args flags in their order, the --speculative-config JSON, then extra_args verbatim.
+
+    Raises ValueError with the problems when the settings cannot make a command line.
+    """
+    problems = argv_problems(settings)
+    if problems:
+        raise ValueError(" ".join(problems))
+    words = ["serve", _word(settings["model"])]
+    for name, flag in NAMED_FLAGS:
+        value = settings.get(name)
+        if _unset(value):
+            continue
+        words += [flag] + [_word(item) for item in (value if isinstance(value, list) else [value])]
+    for key, value in settings.get("args", {}).items():
+        words += _arg_words(key, value)
+    config = speculative_config(settings)
+    if config is not None:
+        words += ["--speculative-config", json.dumps(config, separators=(",", ":"), ensure_ascii=False)]
+    return words + [_word(word) for word in settings.get("extra_args", [])]
+
+
+def server_urls(host, port, public_name):
+    """Where this host probes its server (a wildcard bind is probed on loopback; IPv6 literals get brackets),
+    and the endpoint a client elsewhere uses (the inventory's name for the host behind a wildcard bind)."""
+    host = "" if host is None else str(host)
+    wildcard = host in http_probe.WILDCARD_HOSTS
+    probe = "127.0.0.1" if wildcard else ("[%s]" % host if ":" in host and not host.startswith("[") else host)
+    return {"health_url": "http://%s:%s/health" % (probe, port),
+            "endpoint": "http://%s:%s" % (public_name if wildcard else probe, port)}
+
+
+def _gpu_problems(reads, tp):
+    gpus = reads.get("gpus")
+    if gpus is None:
+        return []
+    command = reads.get("gpu_count_command", "nvidia-smi -L")
+    if gpus.get("rc", 1) != 0:
+        return ["No GPU found: '%s' failed (%s). The gpu flavor needs the NVIDIA driver and nvidia-smi on the host "
+                "(point %sgpu_count_command elsewhere if it is installed elsewhere), or set vllm_common_flavor to cpu."
+                % (command, (gpus.get("msg", "") + " " + gpus.get("stderr", "")).strip() or "no output", PREFIX)]
+    count = len([line for line in gpus.get("stdout_lines", []) if re.match(r"^GPU [0-9]+:", line)])
+    if count >= tp:
+        return []
+    return ["%stensor_parallel_size is %d but this host has %d GPU(s) ('%s'). vLLM would fail with \"World size (%d) "
+            "is larger than the number of available GPUs (%d) in this node\". Set %stensor_parallel_size to %d or less."
+            % (PREFIX, tp, count, command, tp, count, PREFIX, count)]
+
+
+def _port_problems(owner, port, service):
+    kind = (owner or {}).get("kind", "none")
+    if kind in ("none", "ours"):
+        return []
+    if kind == "unknown":
+        return ["Cannot check whether %sport %s is free: %s." % (PREFIX, port, owner.get("detail", ""))]
+    pids = owner.get("pids") or []
+    return ["%sport %s is already in use outside %s.service: %s%s. vLLM would load for a while and then die with "
+            "\"OSError: [Errno 98] Address already in use\". Stop that process, or choose another %sport."
+            % (PREFIX, port, service, owner.get("detail", ""), " (pid=%s)" % ", pid=".join(map(str, pids)) if pids else "",
+               PREFIX)]
+
+
+def plan(settings, reads=None):
+    """Everything the server preflight decides, from the settings and what was read on the host.
+
+    ``settings``: the role's variables without their prefix, plus ``executable``, ``version``, ``flavor``,
+    ``service_name``, ``api_key_set`` and ``require_api_key``. ``reads`` (each optional): ``gpus`` (the GPU
+    count command's result), ``gpu_count_command``, ``model_config_exists`` (None when not looked for) and
+    ``port_owner`` (vllm_port_owner's result).
+
+    Returns ``{"argv", "problems", "warnings"}``; problems each name the variable to change.
+    """
+    reads = reads or {}
+    problems = argv_problems(settings)
+    executable = settings.get("executable") or ""
+    if not executable.startswith("/"):
+        problems.append("vllm_common_executable must be the absolute path of the vLLM CLI (by default where the "
+                        "vllm_install role puts it), got '%s'." % executable)
+    words = [] if problems else argv(settings)
+    if not problems:
+        try:
+            rules = vllm_rules.ServeSettings(settings.get("version"), settings.get("flavor", "gpu"),
+                                             **dict((key, settings.get(key)) for key in SPECULATIVE + SIZES))
+        except ValueError as e:
+            problems.append("vllm_common_version: %s." % e)
+        else:
+            problems += vllm_rules.problems(rules)
+        if settings.get("flavor", "gpu") == "gpu":
+            problems += _gpu_problems(reads, _count(settings.get("tensor_parallel_size")) or 1)
+    if reads.get("model_config_exists") is False:
+        problems.append("%smodel '%s' has no config.json on this host, so vLLM would fail with \"Invalid repository ID "
+                        "or local directory specified\". Put the model there (or let the vllm_drafter role copy it with "
+                        "vllm_drafter_target_model_src), or fix %smodel." % (PREFIX, settings.get("model"), PREFIX))
+    problems += _port_problems(reads.get("port_owner"), _count(settings.get("port")), settings.get("service_name", "vllm"))
+    warnings = []
+    host = settings.get("host")
+    if host not in _LOOPBACK and not settings.get("api_key_set"):
+        text = ("%shost is %s and %sapi_key is empty, so anyone who reaches port %s can use the model. Set %sapi_key "
+                "(from a vault), or listen on 127.0.0.1." % (PREFIX, host, PREFIX, settings.get("port"), PREFIX))
+        if settings.get("require_api_key"):
+            problems.append(text.replace("empty, so", "empty and %srequire_api_key is true, so" % PREFIX))
+        else:
+            warnings.append(text)
+    return {"argv": words, "problems": problems, "warnings": warnings}

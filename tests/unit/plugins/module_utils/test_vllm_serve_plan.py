@@ -1,0 +1,187 @@
+"""The serve plan: the command, one problem per bad setting naming its variable, and the host checks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_serve_plan import argv, argv_problems, cli_name, plan, server_urls
+
+DRAFTER = "/opt/vllm/drafter"
+
+# The user's hand-written command on vLLM 0.20, as the example inventory sets it.
+QWEN = {
+    "model": "/srv/models/Qwen3.6-27B",
+    "host": "127.0.0.1",
+    "port": 8000,
+    "tensor_parallel_size": 2,
+    "max_num_batched_tokens": 32768,
+    "args": {"max-model-len": 32768, "reasoning-parser": "qwen3", "tool-call-parser": "qwen3_coder",
+             "language-model-only": True, "trust-remote-code": True},
+    "speculative_method": "dflash",
+    "speculative_model": DRAFTER,
+    "num_speculative_tokens": 15,
+    "extra_args": [],
+}
+CONTEXT = {"executable": "/opt/vllm/venvs/vllm-0.20.2/bin/vllm", "version": "0.20.2", "flavor": "gpu",
+           "service_name": "vllm", "api_key_set": False, "require_api_key": False}
+TWO_GPUS = {"gpus": {"rc": 0, "stdout_lines": ["GPU 0: H200 (UUID: a)", "GPU 1: H200 (UUID: b)"]},
+            "port_owner": {"kind": "none"}}
+
+
+def settings(**changes):
+    return {**QWEN, **CONTEXT, **changes}
+
+
+def test_the_users_command_item_for_item():
+    assert argv(QWEN) == [
+        "serve", "/srv/models/Qwen3.6-27B", "--host", "127.0.0.1", "--port", "8000",
+        "--tensor-parallel-size", "2", "--max-num-batched-tokens", "32768",
+        "--max-model-len", "32768", "--reasoning-parser", "qwen3", "--tool-call-parser", "qwen3_coder",
+        "--language-model-only", "--trust-remote-code",
+        "--speculative-config", '{"method":"dflash","model":"/opt/vllm/drafter","num_speculative_tokens":15}',
+    ]
+
+
+def test_the_plan_of_the_users_deploy_has_no_problem():
+    found = plan(settings(), TWO_GPUS)
+    assert found == {"argv": argv(QWEN), "problems": [], "warnings": []}
+
+
+@pytest.mark.parametrize("key", ["max-model-len", "max_model_len", "--max-model-len"])
+def test_args_take_any_spelling_of_the_cli_name(key):
+    assert cli_name(key) == "max-model-len"
+    assert argv(dict(QWEN, args={key: 256}))[10:12] == ["--max-model-len", "256"]
+
+
+@pytest.mark.parametrize("value, words", [
+    (True, ["--enforce-eager"]),
+    (False, ["--no-enforce-eager"]),
+    (None, []),
+    (0, ["--enforce-eager", "0"]),
+    (["a", "b"], ["--enforce-eager", "a", "b"]),
+    ({"level": 3}, ["--enforce-eager", '{"level":3}']),
+])
+def test_args_values_render_as_vllm_parses_them(value, words):
+    out = argv({"model": "m", "args": {"enforce-eager": value}})
+    assert out == ["serve", "m", *words]
+
+
+def test_args_keep_their_order_and_come_before_the_speculative_config_and_extra_args():
+    out = argv(dict(QWEN, args={"b": 1, "a": 2}, extra_args=["--seed", "0"]))
+    assert out[out.index("--b"):] == ["--b", "1", "--a", "2", "--speculative-config", out[-3], "--seed", "0"]
+    assert json.loads(out[-3])["method"] == "dflash"
+
+
+def test_speculative_keys_come_in_fixed_order_then_extras_in_theirs():
+    out = argv({"model": "m", "speculative_method": "dflash", "speculative_model": "d", "num_speculative_tokens": "15",
+                "speculative_extra": {"max_model_len": 4096, "draft_tensor_parallel_size": 1}})
+    assert list(json.loads(out[-1]).items()) == [
+        ("method", "dflash"), ("model", "d"), ("num_speculative_tokens", 15), ("max_model_len", 4096),
+        ("draft_tensor_parallel_size", 1)]
+
+
+def test_unset_values_are_left_to_vllm_and_an_empty_method_drops_the_speculative_config():
+    assert argv({"model": "m", "host": "", "port": None, "max_num_seqs": None, "speculative_method": "",
+                 "speculative_model": "d"}) == ["serve", "m"]
+
+
+def test_served_model_name_may_list_several_names():
+    assert argv({"model": "m", "served_model_name": ["a", "b"]}) == ["serve", "m", "--served-model-name", "a", "b"]
+
+
+@pytest.mark.parametrize("changes, named", [
+    ({"model": ""}, "vllm_server_model (the model path or id to serve) must be set"),
+    ({"port": 0}, "vllm_server_port must be between 1 and 65535"),
+    ({"port": "http"}, "vllm_server_port must be between 1 and 65535"),
+    ({"max_num_seqs": -1}, "vllm_server_max_num_seqs must be a positive integer"),
+    ({"tensor_parallel_size": True}, "vllm_server_tensor_parallel_size must be a positive integer"),
+    ({"num_speculative_tokens": "many"}, "vllm_server_num_speculative_tokens must be an integer"),
+    ({"speculative_extra": ["x"]}, "vllm_server_speculative_extra must be a mapping"),
+    ({"speculative_extra": {"method": "eagle"}}, "vllm_server_speculative_extra must not set method: use vllm_server_speculative_method"),
+    ({"args": ["--x"]}, "vllm_server_args must be a mapping"),
+    ({"args": {"port": 9000}}, "vllm_server_args.port: --port has its own variable; set vllm_server_port"),
+    ({"args": {"tp": 2}}, "set vllm_server_tensor_parallel_size"),
+    ({"args": {"api_key": "s"}}, "set vllm_server_api_key"),
+    ({"args": {"speculative-config": {}}}, "set vllm_server_speculative_method"),
+    ({"args": {"Max Len": 1}}, "vllm_server_args.Max Len: 'Max Len' is not a vLLM CLI name"),
+    ({"args": {"seed": {1, 2}}}, "vllm_server_args.seed must be a string, a number"),
+    ({"extra_args": "--seed 0"}, "vllm_server_extra_args must be a list"),
+    ({"extra_args": ["--api-key=s"]}, "vllm_server_extra_args must not carry --api-key"),
+    ({"max_modle_len": 1}, "unknown settings max_modle_len"),
+])
+def test_each_bad_setting_is_named(changes, named):
+    found = argv_problems(dict(QWEN, **changes))
+    assert any(named in problem for problem in found), found
+    with pytest.raises(ValueError, match="vllm_server_|unknown settings"):
+        argv(dict(QWEN, **changes))
+    assert plan(settings(**changes), TWO_GPUS)["argv"] == []
+
+
+def test_an_integer_given_as_a_string_counts():
+    assert argv_problems(dict(QWEN, port="8000", max_num_seqs="8")) == []
+
+
+def test_the_release_rules_apply_the_release_that_will_serve():
+    small = settings(max_num_batched_tokens=8192, max_num_seqs=1024)
+    assert "vllm_server_max_num_batched_tokens is too small for 15" in plan(small, TWO_GPUS)["problems"][0]
+    assert plan(dict(small, version="0.32.0", flavor="cpu"), TWO_GPUS)["problems"] == []
+
+
+def test_a_relative_executable_names_the_shared_variable():
+    assert "vllm_common_executable must be the absolute path" in plan(settings(executable="vllm"), TWO_GPUS)["problems"][0]
+
+
+def test_a_bad_release_names_the_shared_variable():
+    assert plan(settings(version="latest"), TWO_GPUS)["problems"][0].startswith("vllm_common_version:")
+
+
+@pytest.mark.parametrize("gpus, named", [
+    ({"rc": 0, "stdout_lines": ["GPU 0: H200 (UUID: a)"]}, "tensor_parallel_size is 2 but this host has 1 GPU(s)"),
+    ({"rc": 0, "stdout_lines": ["No devices found."]}, "this host has 0 GPU(s)"),
+    ({"rc": 2, "msg": "[Errno 2] No such file or directory: b'nvidia-smi'"}, "No GPU found: 'nvidia-smi -L' failed ([Errno 2]"),
+])
+def test_the_gpus_must_cover_the_tensor_parallel_size(gpus, named):
+    found = plan(settings(), dict(TWO_GPUS, gpus=gpus))["problems"]
+    assert len(found) == 1 and named in found[0], found
+
+
+def test_gpus_are_not_counted_on_the_cpu_flavor():
+    assert plan(settings(version="0.32.0", flavor="cpu"), {"gpus": None})["problems"] == []
+
+
+def test_a_model_without_config_json_is_named():
+    found = plan(settings(), dict(TWO_GPUS, model_config_exists=False))["problems"]
+    assert found and found[0].startswith("vllm_server_model '/srv/models/Qwen3.6-27B' has no config.json")
+    assert plan(settings(), dict(TWO_GPUS, model_config_exists=None))["problems"] == []
+
+
+@pytest.mark.parametrize("owner, named", [
+    ({"kind": "other", "detail": "nginx", "pids": [42]}, "vllm_server_port 8000 is already in use outside vllm.service: nginx (pid=42)"),
+    ({"kind": "unknown", "detail": "ss is missing"}, "Cannot check whether vllm_server_port 8000 is free: ss is missing."),
+])
+def test_a_port_held_by_another_process_is_named(owner, named):
+    found = plan(settings(), dict(TWO_GPUS, port_owner=owner))["problems"]
+    assert found == [found[0]] and found[0].startswith(named), found
+    assert plan(settings(), dict(TWO_GPUS, port_owner={"kind": "ours"}))["problems"] == []
+
+
+def test_listening_beyond_loopback_without_a_key_warns_or_fails():
+    open_host = settings(host="0.0.0.0")
+    assert plan(open_host, TWO_GPUS)["warnings"][0].startswith("vllm_server_host is 0.0.0.0 and vllm_server_api_key is empty")
+    assert plan(dict(open_host, api_key_set=True), TWO_GPUS)["warnings"] == []
+    strict = plan(dict(open_host, require_api_key=True), TWO_GPUS)
+    assert strict["warnings"] == [] and "vllm_server_require_api_key is true" in strict["problems"][0]
+
+
+@pytest.mark.parametrize("host, health, endpoint", [
+    ("127.0.0.1", "http://127.0.0.1:8000/health", "http://127.0.0.1:8000"),
+    ("0.0.0.0", "http://127.0.0.1:8000/health", "http://gpu-node-1:8000"),
+    ("::", "http://127.0.0.1:8000/health", "http://gpu-node-1:8000"),
+    ("", "http://127.0.0.1:8000/health", "http://gpu-node-1:8000"),
+    ("::1", "http://[::1]:8000/health", "http://[::1]:8000"),
+    ("10.0.0.7", "http://10.0.0.7:8000/health", "http://10.0.0.7:8000"),
+])
+def test_the_health_url_and_the_endpoint(host, health, endpoint):
+    assert server_urls(host, 8000, "gpu-node-1") == {"health_url": health, "endpoint": endpoint}
