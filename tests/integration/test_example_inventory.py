@@ -59,13 +59,15 @@ def test_argv_is_the_hand_written_command(rendered: Path):
     assert drafter == "/opt/vllm/drafter"
     hand_written = [word.replace("DRAFTER", drafter) for word in HAND_WRITTEN]
     # Named flags first, then vllm_server_args in the inventory's order: the same flags and values, item for item
-    # within each flag, with --max-num-batched-tokens ahead of --max-model-len.
+    # within each flag, with --max-num-batched-tokens ahead of --max-model-len, and one flag more: in-flight
+    # requests finish (for up to 120 s) when the server is stopped, instead of being aborted.
     assert data["argv"] == [
         "serve", f"{MODELS}/Qwen3.6-27B",
         "--host", "127.0.0.1",
         "--port", "8000",
         "--tensor-parallel-size", "2",
         "--max-num-batched-tokens", "32768",
+        "--shutdown-timeout", "120",
         "--max-model-len", "32768",
         "--reasoning-parser", "qwen3",
         "--tool-call-parser", "qwen3_coder",
@@ -74,7 +76,8 @@ def test_argv_is_the_hand_written_command(rendered: Path):
         "--speculative-config",
         '{"method":"dflash","model":"%s","num_speculative_tokens":15}' % drafter,
     ]
-    assert sorted(map(tuple, argv_lines(data["argv"]))) == sorted(map(tuple, argv_lines(hand_written)))
+    assert sorted(map(tuple, argv_lines(data["argv"]))) == sorted([*map(tuple, argv_lines(hand_written)),
+                                                                   ("--shutdown-timeout", "120")])
     assert json.loads(data["argv"][-1]) == {"method": "dflash", "model": drafter, "num_speculative_tokens": 15}
 
 

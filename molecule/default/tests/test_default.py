@@ -10,13 +10,14 @@ import urllib.request
 SERVICE = "vllm"
 MODEL = "tiny-qwen3"
 ENDPOINT = f"http://127.0.0.1:{os.environ.get('LLMOPS_MOLECULE_PORT', '18100')}"
+FRONT_DOOR = f"http://127.0.0.1:{os.environ.get('LLMOPS_MOLECULE_FRONT_PORT', '18180')}"
 DRAFTER_RENDERED = "/opt/vllm/drafter/config.json"
 DRAFTER_ORIGINAL = "/srv/models/tiny-qwen3-dflash/config.json"
 
 
-def http(path: str, body: dict | None = None) -> dict | str:
+def http(path: str, body: dict | None = None, base: str = ENDPOINT) -> dict | str:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(ENDPOINT + path, data, {"Content-Type": "application/json"})
+    req = urllib.request.Request(base + path, data, {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as resp:
         text = resp.read().decode()
     return json.loads(text) if resp.headers.get_content_type() == "application/json" else text
@@ -102,6 +103,18 @@ def test_completion_answers_and_dflash_drafts(host):
 
     drafts = http_probe.metric_total(http("/metrics"), "vllm:spec_decode_num_drafts_total")
     assert drafts > 0, "DFlash is not drafting"
+
+
+def test_the_front_door_holds_the_host_ready_and_serves_through_it(host):
+    # HAProxy's runtime API, as the rollout reads it: srv_admin_state 0 is neither drained nor in maintenance.
+    state = host.run("echo 'show servers state vllm' | python3 -c \"import socket,sys; s=socket.socket(socket.AF_UNIX); "
+                     "s.connect('/run/haproxy/admin.sock'); s.sendall(sys.stdin.read().encode()); "
+                     "print(s.makefile().read())\"")
+    # A version line, a "# be_id be_name srv_id srv_name ..." header, then one row per server.
+    rows = [line.split() for line in state.stdout.splitlines() if line.strip() and not line.startswith("#")][1:]
+    assert [(row[3], row[6]) for row in rows] == [("vllm-molecule-1", "0")], state.stdout + state.stderr
+    out = http("/v1/completions", {"model": MODEL, "prompt": "Through the front door", "max_tokens": 4}, base=FRONT_DOOR)
+    assert out["choices"][0]["text"]
 
 
 def test_idempotent_converge_kept_the_same_server_process(host):

@@ -44,6 +44,15 @@ def test_the_users_command_item_for_item():
     ]
 
 
+def test_a_shutdown_timeout_lets_the_requests_in_flight_finish():
+    out = argv(dict(QWEN, shutdown_timeout=120))
+    assert out[out.index("--shutdown-timeout") + 1] == "120" and out.index("--shutdown-timeout") < out.index("--max-model-len")
+    assert "--shutdown-timeout" not in argv(dict(QWEN, shutdown_timeout=0))   # vLLM's own 0: abort them
+    assert "vllm_server_shutdown_timeout must be the seconds" in argv_problems(dict(QWEN, shutdown_timeout=-1))[0]
+    found = plan(settings(shutdown_timeout=60, version="0.17.1"), TWO_GPUS)["problems"]
+    assert any("vllm_server_shutdown_timeout: vLLM 0.17.1 has no --shutdown-timeout" in p for p in found), found
+
+
 def test_the_plan_of_the_users_deploy_has_no_problem():
     found = plan(settings(), TWO_GPUS)
     assert found == {"argv": argv(QWEN), "problems": [], "warnings": []}
@@ -184,4 +193,6 @@ def test_listening_beyond_loopback_without_a_key_warns_or_fails():
     ("10.0.0.7", "http://10.0.0.7:8000/health", "http://10.0.0.7:8000"),
 ])
 def test_the_health_url_and_the_endpoint(host, health, endpoint):
-    assert server_urls(host, 8000, "gpu-node-1") == {"health_url": health, "endpoint": endpoint}
+    urls = server_urls(host, 8000, "gpu-node-1")
+    assert (urls["health_url"], urls["endpoint"], urls["port"]) == (health, endpoint, 8000)
+    assert "http://" + ("[%s]" % urls["address"] if ":" in urls["address"] else urls["address"]) + ":8000" == endpoint

@@ -1,0 +1,150 @@
+"""The front door for real: Debian's HAProxy, with the role's configuration, in front of two scripted vLLM hosts.
+
+A steady stream of completions goes through HAProxy while one host is drained and put back through the
+runtime API (llmops.vllm.vllm_frontend_server) and while the other host disappears; every request must
+succeed. The hosts are HTTP stubs (tests/fixtures/http_stub.py) answering /health and /v1/completions.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.llmops.vllm.tests.ansible_cli import run_module, run_playbook
+from ansible_collections.llmops.vllm.tests.fixtures.http_stub import HttpStub, Route
+
+COMPLETION = Route(body={"choices": [{"text": "ok", "finish_reason": "length"}]}, delay=0.2)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def vllm_stub(port: int = 0) -> HttpStub:
+    return HttpStub({"/health": Route(200), "/v1/completions": COMPLETION}, port=port).start()
+
+
+class Traffic:
+    """Completions sent through the front door by a few clients until stopped; every status is kept."""
+
+    def __init__(self, url: str, clients: int = 4):
+        self.url, self.results, self._stop = url, [], threading.Event()
+        self._threads = [threading.Thread(target=self._client, daemon=True) for _client in range(clients)]
+
+    def _client(self):
+        while not self._stop.is_set():
+            request = urllib.request.Request(self.url, data=b'{"prompt": "hi", "max_tokens": 4}',
+                                             headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=30) as resp:
+                    self.results.append(resp.status)
+            except OSError as e:
+                self.results.append(repr(e))
+
+    def __enter__(self):
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=60)
+
+    def failures(self) -> list:
+        return [result for result in self.results if result != 200]
+
+
+@pytest.fixture
+def front_door(tmp_path: Path):
+    """HAProxy on a free port, configured by the role's own template and checks, in front of hosts a and b."""
+    assert shutil.which("haproxy"), "no haproxy: scripts/bootstrap.sh installs it"
+    hosts = {"a": vllm_stub(), "b": vllm_stub()}
+    port, sock = free_port(), tmp_path / "admin.sock"
+    config = tmp_path / "haproxy.cfg"
+    rendered = run_playbook([{
+        "name": "Render the front door", "hosts": "localhost", "gather_facts": False,
+        "tasks": [{"name": "Render", "ansible.builtin.include_role": {"name": "llmops.vllm.vllm_frontend", "tasks_from": "config"}}],
+        "vars": {"vllm_frontend_config_path": str(config), "vllm_frontend_socket": str(sock), "vllm_frontend_port": port,
+                 "vllm_frontend_bind_address": "127.0.0.1", "vllm_frontend_check_interval": "200ms",
+                 "vllm_frontend_servers": [{"name": name, "address": "127.0.0.1", "port": stub.port} for name, stub in hosts.items()]},
+    }], timeout=120)
+    assert rendered.rc == 0, rendered.report()
+    # As a plain process (no systemd here), its log on stdout instead of syslog, kept in a file the tests read.
+    config.write_text(config.read_text().replace("log /dev/log local0", "log stdout format raw local0"))
+    log = tmp_path / "haproxy.log"
+    proc = subprocess.Popen(["haproxy", "-db", "-f", str(config)], stdout=log.open("w"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sock.exists(), log.read_text()
+        time.sleep(0.5)   # two health checks: both servers UP
+        yield {"url": f"http://127.0.0.1:{port}/v1/completions", "socket": str(sock), "hosts": hosts, "config": config,
+               "log": log}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        for stub in hosts.values():
+            stub.close()
+
+
+def completions(stub: HttpStub) -> int:
+    """Completions the host got (HAProxy's health checks go on while it is drained)."""
+    return sum(1 for request in stub.requests if request.path == "/v1/completions")
+
+
+def set_state(door, server: str, state: str, check: bool = False):
+    run = run_module("llmops.vllm.vllm_frontend_server",
+                     {"socket": door["socket"], "server": server, "state": state, "timeout": 10}, check=check)
+    assert run.rc == 0, run.report()
+    return run.result()
+
+
+def test_the_rendered_configuration_is_what_haproxy_runs(front_door):
+    text = front_door["config"].read_text()
+    assert text.startswith("#")   # ansible_managed
+    for line in ("option httpchk GET /health", "retry-on conn-failure empty-response response-timeout",
+                 "option redispatch 1", f"stats socket {front_door['socket']} mode 660 level admin"):
+        assert line in text
+
+
+def test_a_drained_host_gets_no_new_request_and_no_request_fails(front_door):
+    a = front_door["hosts"]["a"]
+    with Traffic(front_door["url"]) as traffic:
+        time.sleep(1)
+        drained = set_state(front_door, "a", "drain")
+        seen_at_drain = completions(a)
+        time.sleep(1.5)
+        assert completions(a) == seen_at_drain, "a drained host was sent new requests"
+        assert set_state(front_door, "a", "drain")["changed"] is False
+        assert set_state(front_door, "a", "ready", check=True)["changed"] is True
+        assert set_state(front_door, "a", "drain")["status"] == "DRAIN"   # check mode changed nothing
+        back = set_state(front_door, "a", "ready")
+        time.sleep(1.5)
+    assert drained["changed"] is True and drained["previous"] == "ready" and drained["sessions"] == 0
+    assert back["changed"] is True and back["previous"] == "drain"
+    assert completions(a) > seen_at_drain, "the host put back gets requests again"
+    assert len(traffic.results) > 20 and traffic.failures() == [], traffic.failures()
+
+
+def test_a_host_that_disappears_costs_no_request(front_door):
+    b = front_door["hosts"]["b"]
+    with Traffic(front_door["url"]) as traffic:
+        time.sleep(1)
+        b.close()   # requests in flight there get no answer, new ones are refused: HAProxy sends them to a
+        time.sleep(2)
+    log = front_door["log"].read_text()
+    assert len(traffic.results) > 20 and traffic.failures() == [], traffic.failures()
+    assert "Server vllm/b is DOWN" in log
+    # Without option http-buffer-request HAProxy cannot send a POST again: the ones in flight on b came back 502.
+    assert " 502 " not in log and " 503 " not in log
