@@ -117,6 +117,13 @@ def test_the_front_door_holds_the_host_ready_and_serves_through_it(host):
     assert out["choices"][0]["text"]
 
 
+def test_the_fleet_report_names_the_host_and_its_outcome():
+    path = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "vllm-deploy-report.json")
+    with open(path) as fh:
+        report = json.load(fh)
+    assert [(row["host"], row["status"], row["version"]) for row in report] == [("vllm-molecule-1", "ready", "0.32.0")]
+
+
 def test_idempotent_converge_kept_the_same_server_process(host):
     history = host.file("/run/molecule-mainpid-history").content_string.split()
     assert len(history) >= 2

@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One table for the fleet at the end of a deploy: a row per host from the result its server role published.
+
+A host with no result never got that far (unreachable, or failed before the server role): its row says so,
+so the report names every host of the group, not only those that finished.
+"""
+
+from __future__ import annotations
+
+COLUMNS = (("host", "host"), ("status", "status"), ("reason", "reason"), ("version", "vLLM"),
+           ("restarted", "restarted"), ("seconds", "s to ready"), ("drained", "drained"), ("hint", "hint"))
+
+
+def rows(hosts, results):
+    """``results``: {host: vllm_server_result or None}. Returns one dict per host, in the order given."""
+    out = []
+    for host in hosts:
+        result = results.get(host) or {}
+        restarted = bool(result.get("restarted"))
+        status = result.get("status") or "no result"
+        out.append({
+            "host": host,
+            "status": status,
+            "reason": result.get("reason") or ("" if result else "unreachable, or failed before its server started"),
+            "version": result.get("version") or "",
+            "restarted": restarted,
+            "restart_reasons": list(result.get("restart_reasons") or []),
+            "rolled_back": bool(result.get("rolled_back")),
+            "seconds": float(result.get("elapsed") or 0) if restarted else 0.0,
+            "drained": int(result.get("drained") or 0),
+            "hint": result.get("hint") or "",
+            "endpoint": result.get("endpoint") or "",
+        })
+    return out
+
+
+def _cell(row, key):
+    value = row[key]
+    if key == "restarted":
+        return ("rolled back" if row["rolled_back"] else "yes") if value else "no"
+    if key == "seconds":
+        return "%.1f" % value if row["restarted"] else "-"
+    if key == "reason" and value == row["status"]:
+        return ""
+    return str(value)
+
+
+def table(report_rows):
+    """The rows as fixed-width text lines, a header first."""
+    keys = [key for key, _title in COLUMNS]
+    cells = [[title for _key, title in COLUMNS]] + [[_cell(row, key) for key in keys] for row in report_rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(keys))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells]
