@@ -41,12 +41,19 @@ def local_url(url):
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
+def url_beside(health_url, path):
+    """The URL of ``path`` on the server whose /health is given (same prefix, if any); a URL that already ends
+    in ``path`` is returned as it is."""
+    parts = urlsplit(health_url)
+    if parts.path.endswith(path):
+        return health_url
+    prefix = parts.path[:-len("/health")] if parts.path.endswith("/health") else parts.path.rstrip("/")
+    return urlunsplit((parts.scheme, parts.netloc, prefix + path, "", ""))
+
+
 def models_url_for(health_url):
     """The /v1/models URL of the server whose /health is given (same prefix, if any)."""
-    parts = urlsplit(health_url)
-    path = parts.path
-    prefix = path[:-len("/health")] if path.endswith("/health") else path.rstrip("/")
-    return urlunsplit((parts.scheme, parts.netloc, prefix + "/v1/models", "", ""))
+    return url_beside(health_url, "/v1/models")
 
 
 def url_host_port(url):

@@ -28,9 +28,7 @@ def in_flight(metrics_text):
 
 def metrics_url_for(url):
     """The /metrics URL of a server, given it or the server's /health URL."""
-    if url.endswith("/metrics"):
-        return url
-    return (url[:-len("/health")] if url.endswith("/health") else url.rstrip("/")) + "/metrics"
+    return http_probe.url_beside(url, "/metrics")
 
 
 def _fetch(url, timeout):

@@ -177,6 +177,11 @@ def argv(settings):
     problems = argv_problems(settings)
     if problems:
         raise ValueError(" ".join(problems))
+    return _words(settings)
+
+
+def _words(settings):
+    """argv() for settings argv_problems() found nothing wrong with."""
     words = ["serve", _word(settings["model"])]
     for name, flag in NAMED_FLAGS:
         value = settings.get(name)
@@ -249,7 +254,7 @@ def plan(settings, reads=None):
     if not executable.startswith("/"):
         problems.append("vllm_common_executable must be the absolute path of the vLLM CLI (by default where the "
                         "vllm_install role puts it), got '%s'." % executable)
-    words = [] if problems else argv(settings)
+    words = [] if problems else _words(settings)
     if not problems:
         try:
             rules = vllm_rules.ServeSettings(settings.get("version"), settings.get("flavor", "gpu"),
