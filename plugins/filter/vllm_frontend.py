@@ -1,0 +1,23 @@
+"""The filters that ask ``module_utils/frontend_plan`` which servers a front door lists and what is wrong."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.llmops.vllm.plugins.module_utils import frontend_plan
+
+
+def vllm_frontend_servers(group: list[str], fresh: list[dict[str, Any]], current: str = "",
+                          backend: str = "vllm") -> list[dict[str, Any]]:
+    return frontend_plan.servers(list(group), [dict(entry) for entry in fresh or []], current or "", backend)
+
+
+def vllm_frontend_problems(entries: list[dict[str, Any]], door: str, inventory: list[str] | None = None) -> list[str]:
+    return frontend_plan.problems([dict(entry) for entry in entries or []], door, list(inventory or []))
+
+
+class FilterModule:
+    """Front door filters."""
+
+    def filters(self):
+        return {"vllm_frontend_servers": vllm_frontend_servers, "vllm_frontend_problems": vllm_frontend_problems}

@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which vLLM servers a front door lists, and what is wrong with that list, before HAProxy is touched.
+
+A host the deploy could not reach has no fresh address and port, but its server may well be serving: the front
+door keeps the line its running configuration has for it (read back from the file this role renders), rather
+than take a working server out of traffic because the controller lost its SSH session.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+# The server lines of roles/vllm_frontend/templates/haproxy.cfg.j2: "server NAME ADDRESS:PORT check".
+_SECTION = re.compile(r"^(?:backend|frontend|defaults|global|listen)\b\s*(\S*)")
+_SERVER = re.compile(r"^\s+server\s+(\S+)\s+(\[[^\]]+\]|[^\s:]+):(\d+)\b")
+
+
+def configured(text, backend):
+    """The servers of ``backend`` in a configuration text: {name: {name, address, port}}."""
+    servers, section = {}, None
+    for line in (text or "").splitlines():
+        head = _SECTION.match(line)
+        if head:
+            section = head.group(1) if line.startswith("backend") else None
+            continue
+        match = _SERVER.match(line) if section == backend else None
+        if match:
+            name, address, port = match.groups()
+            servers[name] = {"name": name, "address": address.strip("[]"), "port": int(port)}
+    return servers
+
+
+def servers(group, fresh, current_text, backend):
+    """The front door's list, in the group's order: a host's fresh entry, else the running configuration's.
+
+    ``group``: the vLLM hosts' names; ``fresh``: {name, address, port} of each host this deploy reached.
+    A host in neither (never reached, never listed) is left out: there is nothing to point at. Without a group,
+    the fresh entries as they are.
+    """
+    if not group:
+        return [dict(entry) for entry in fresh]
+    by_name = {entry["name"]: dict(entry) for entry in fresh}
+    kept = configured(current_text, backend)
+    return [by_name.get(name) or kept[name] for name in group if name in by_name or name in kept]
+
+
+def _loopback(address):
+    if address.lower() in ("localhost", "localhost.localdomain", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def problems(entries, door, inventory=()):
+    """Sentences naming what to change; ``door`` is the front door's own inventory name, ``inventory`` every host's.
+
+    A loopback address is wrong for another host of the inventory: from the front door it is the front door. (A
+    name outside the inventory is a server the caller placed on the front door's machine itself.)"""
+    out = []
+    for entry in entries:
+        missing = [key for key in ("name", "address", "port") if entry.get(key) in (None, "")]
+        if missing:
+            out.append("vllm_frontend_servers: %s lacks %s; each vLLM host is listed as {name, address, port}."
+                       % (entry, ", ".join(missing)))
+        elif _loopback(str(entry["address"])) and entry["name"] != door and entry["name"] in inventory:
+            out.append("The front door %s would reach the vLLM host %s at %s, which from %s is %s itself. Set "
+                       "vllm_server_public_address for %s to a name or address the front door reaches (it defaults to "
+                       "ansible_host, which is where the controller reaches it)."
+                       % (door, entry["name"], entry["address"], door, door, entry["name"]))
+    if not entries:
+        out.append("vllm_frontend_servers is empty: the front door needs at least one vLLM host behind it.")
+    return out

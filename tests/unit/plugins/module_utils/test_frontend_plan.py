@@ -1,0 +1,63 @@
+"""The front door's server list: fresh entries, the running lines of hosts not reached, and what is wrong."""
+
+from __future__ import annotations
+
+from ansible_collections.llmops.vllm.plugins.module_utils.frontend_plan import configured, problems, servers
+
+RUNNING = """# Ansible managed
+frontend vllm_in
+    bind 0.0.0.0:8080
+    default_backend vllm
+
+backend other
+    server gpu-node-9 10.0.0.9:9000 check
+
+backend vllm
+    balance leastconn
+    server gpu-node-1 10.0.0.1:8000 check
+    server gpu-node-2 gpu-node-2.example:8001 check
+    server gpu-node-3 [fd00::3]:8000 check
+"""
+
+
+def entry(name, address, port=8000):
+    return {"name": name, "address": address, "port": port}
+
+
+def test_the_running_lines_of_one_backend_are_read_back():
+    assert configured(RUNNING, "vllm") == {
+        "gpu-node-1": entry("gpu-node-1", "10.0.0.1"),
+        "gpu-node-2": entry("gpu-node-2", "gpu-node-2.example", 8001),
+        "gpu-node-3": entry("gpu-node-3", "fd00::3")}
+    assert configured(RUNNING, "other") == {"gpu-node-9": entry("gpu-node-9", "10.0.0.9", 9000)}
+    assert configured("", "vllm") == {}
+
+
+def test_a_host_not_reached_keeps_its_running_line_in_the_group_order():
+    fresh = [entry("gpu-node-1", "10.0.0.11"), entry("gpu-node-3", "10.0.0.13"), entry("gpu-node-4", "10.0.0.14")]
+    group = ["gpu-node-1", "gpu-node-2", "gpu-node-3", "gpu-node-4", "gpu-node-5"]
+    assert servers(group, fresh, RUNNING, "vllm") == [
+        entry("gpu-node-1", "10.0.0.11"), entry("gpu-node-2", "gpu-node-2.example", 8001),
+        entry("gpu-node-3", "10.0.0.13"), entry("gpu-node-4", "10.0.0.14")]   # node-5: never reached, never listed
+
+
+def test_without_a_group_the_fresh_entries_are_the_list():
+    fresh = [entry("b", "127.0.0.1", 9001), entry("a", "127.0.0.1", 9002)]
+    assert servers([], fresh, RUNNING, "vllm") == fresh
+
+
+def test_a_loopback_address_for_another_inventory_host_names_the_variable():
+    inventory = ["door", "gpu-node-1", "gpu-node-2"]
+    found = problems([entry("door", "127.0.0.1"), entry("gpu-node-1", "127.0.0.1"), entry("gpu-node-2", "::1"),
+                      entry("side", "localhost")], "door", inventory)
+    assert len(found) == 2
+    assert "vllm_server_public_address for gpu-node-1" in found[0] and "127.0.0.1" in found[0]
+    assert "gpu-node-2" in found[1]
+    # The door itself, and a server outside the inventory (on the door's own machine), may be on loopback.
+    assert problems([entry("door", "127.0.0.1"), entry("side", "localhost")], "door", inventory) == []
+    assert problems([entry("gpu-node-1", "10.0.0.1"), entry("gpu-node-2", "gpu-node-2")], "door", inventory) == []
+
+
+def test_an_incomplete_entry_and_an_empty_list_are_refused():
+    assert "lacks address, port" in problems([{"name": "gpu-node-1"}], "door")[0]
+    assert "is empty" in problems([], "door")[0]
