@@ -8,17 +8,38 @@ from typing import Any
 from ansible_collections.llmops.vllm.plugins.module_utils import fleet_report
 
 
+def _facts(hostvars: Mapping[str, Any], host: str) -> Mapping[str, Any]:
+    return hostvars[host] if host in hostvars else {}
+
+
 def vllm_fleet_report(hosts: list[str], hostvars: Mapping[str, Any]) -> dict[str, Any]:
-    results = {}
+    results, not_rolled, reached, noted = {}, {}, set(), False
     for host in hosts:
-        result = hostvars[host].get("vllm_server_result") if host in hostvars else None
+        facts = _facts(hostvars, host)
+        result = facts.get("vllm_server_result")
         results[host] = dict(result) if isinstance(result, Mapping) else None
-    report_rows = fleet_report.rows(hosts, results)
+        if facts.get("vllm_deploy_not_rolled"):
+            not_rolled[host] = str(facts["vllm_deploy_not_rolled"])
+        if "vllm_deploy_reached" in facts:
+            noted = True
+            if facts.get("vllm_deploy_reached"):
+                reached.add(host)
+    # Without playbooks/deploy.yml's note of the hosts that answered, an absent result cannot say why.
+    report_rows = fleet_report.rows(hosts, results, reached if noted else None, not_rolled)
     return {"hosts": report_rows, "table": fleet_report.table(report_rows)}
+
+
+def vllm_rollout_failed(hosts: list[str], hostvars: Mapping[str, Any]) -> list[str]:
+    return [host for host in hosts if _facts(hostvars, host).get("vllm_deploy_failed")]
+
+
+def vllm_rollout_stopped_by(hosts: list[str], hostvars: Mapping[str, Any], max_fail_percentage: float = 0) -> list[str]:
+    return fleet_report.stopped_by(vllm_rollout_failed(hosts, hostvars), len(hosts), max_fail_percentage)
 
 
 class FilterModule:
     """Deploy report filters."""
 
     def filters(self):
-        return {"vllm_fleet_report": vllm_fleet_report}
+        return {"vllm_fleet_report": vllm_fleet_report, "vllm_rollout_failed": vllm_rollout_failed,
+                "vllm_rollout_stopped_by": vllm_rollout_stopped_by}

@@ -2,8 +2,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One table for the fleet at the end of a deploy: a row per host from the result its server role published.
 
-A host with no result never got that far (unreachable, or failed before the server role): its row says so,
-so the report names every host of the group, not only those that finished.
+A host with no result never got that far: unreachable from the start (playbooks/deploy.yml notes the hosts
+that answered before any check), or failed before its server role. Its row says which, so the report names every
+host of the group, not only those that finished.
 """
 
 from __future__ import annotations
@@ -12,17 +13,35 @@ COLUMNS = (("host", "host"), ("status", "status"), ("reason", "reason"), ("versi
            ("restarted", "restarted"), ("seconds", "s to ready"), ("drained", "drained"), ("hint", "hint"))
 
 
-def rows(hosts, results):
-    """``results``: {host: vllm_server_result or None}. Returns one dict per host, in the order given."""
+def stopped_by(failed, group_size, max_fail_percentage):
+    """The failed hosts once they are more than ``max_fail_percentage`` of the group (the rollout stops), else []."""
+    return list(failed) if len(failed) * 100 > float(max_fail_percentage) * group_size else []
+
+
+def _missing(host, reached, not_rolled):
+    """Status and reason of a host without a result; ``reached`` is None where the deploy did not note it."""
+    if not_rolled.get(host):
+        return "not rolled", not_rolled[host]
+    if reached is None:
+        return "no result", "unreachable, or failed before its server started"
+    if host not in reached:
+        return "unreachable", "the controller could not reach it; it was not changed"
+    return "no result", "failed before its server started (see its failed task above)"
+
+
+def rows(hosts, results, reached=None, not_rolled=None):
+    """``results``: {host: vllm_server_result or None}; ``reached``: the hosts that answered at the start of the
+    deploy, or None; ``not_rolled``: {host: why} for those a stopped rollout left alone. One dict per host, in the
+    order given."""
     out = []
     for host in hosts:
         result = results.get(host) or {}
         restarted = bool(result.get("restarted"))
-        status = result.get("status") or "no result"
+        status, missing_reason = (result.get("status"), "") if result else _missing(host, reached, not_rolled or {})
         out.append({
             "host": host,
-            "status": status,
-            "reason": result.get("reason") or ("" if result else "unreachable, or failed before its server started"),
+            "status": status or "no result",
+            "reason": result.get("reason") or missing_reason,
             "version": result.get("version") or "",
             "restarted": restarted,
             "restart_reasons": list(result.get("restart_reasons") or []),

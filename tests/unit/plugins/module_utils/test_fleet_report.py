@@ -25,3 +25,12 @@ def test_a_row_per_host_in_the_group_order():
     assert lines[3].split()[:6] == ["gpu-node-3", "failed", "out_of_memory", "0.32.0", "rolled", "back"]
     assert lines[3].endswith("lower --kv-cache-memory-bytes")
     assert lines[0].index("status") == lines[1].index("ready") == lines[3].index("failed")   # fixed-width columns
+
+
+def test_a_host_that_never_answered_is_named_unreachable():
+    report = rows(["gpu-node-1", "gpu-node-2", "gpu-node-3"], {"gpu-node-1": READY, "gpu-node-2": None, "gpu-node-3": None},
+                  reached={"gpu-node-1", "gpu-node-2"})
+    assert [(r["host"], r["status"]) for r in report] == [
+        ("gpu-node-1", "ready"), ("gpu-node-2", "no result"), ("gpu-node-3", "unreachable")]
+    assert report[1]["reason"].startswith("failed before its server started")
+    assert report[2]["reason"] == "the controller could not reach it; it was not changed"
