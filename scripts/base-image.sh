@@ -26,7 +26,7 @@ cleanup() {
 trap cleanup EXIT
 
 debootstrap --variant=minbase \
-  --include=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,procps,iproute2,ca-certificates \
+  --include=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,procps,iproute2,ca-certificates,openssh-server \
   bookworm "$rootfs" "$mirror" >"$CACHE/debootstrap.log" 2>&1 \
   || { tail -30 "$CACHE/debootstrap.log" >&2; exit 1; }
 
@@ -35,6 +35,24 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
   cp /usr/local/share/ca-certificates/*.crt "$rootfs/usr/local/share/ca-certificates/"
   chroot "$rootfs" update-ca-certificates >/dev/null
 fi
+# sshd for the scenarios that reach their hosts as a fleet is reached. No host keys in the image: each container
+# makes its own at boot (below), so no two hosts share one; no password logins, a key only.
+rm -f "$rootfs"/etc/ssh/ssh_host_*
+cat >"$rootfs/etc/systemd/system/ssh-host-keys.service" <<'UNIT'
+[Unit]
+Description=Make this container's SSH host keys
+Before=ssh.service
+ConditionPathExists=!/etc/ssh/ssh_host_ed25519_key
+
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/ssh-keygen -A
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+chroot "$rootfs" systemctl enable ssh-host-keys.service >/dev/null
+printf 'PasswordAuthentication no\nPermitRootLogin prohibit-password\n' >"$rootfs/etc/ssh/sshd_config.d/keys-only.conf"
 # systemd in a container: no getty, no udev settle, no hostname/firstboot prompts.
 chroot "$rootfs" systemctl mask getty@tty1.service systemd-udevd.service \
   systemd-firstboot.service systemd-resolved.service >/dev/null 2>&1 || true
