@@ -118,7 +118,7 @@ def test_the_front_door_holds_the_host_ready_and_serves_through_it(host):
 
 
 def test_the_fleet_report_names_the_host_and_its_outcome():
-    path = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "vllm-deploy-report.json")
+    path = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"] + "-record/report-deploy.json"
     with open(path) as fh:
         report = json.load(fh)
     assert [(row["host"], row["status"], row["version"]) for row in report] == [("vllm-molecule-1", "ready", "0.32.0")]

@@ -1,0 +1,151 @@
+"""The fleet after its rollouts: every host serving a working config, and the probe's record of every request.
+
+The record (probe.jsonl, one line per request) and the phases (phases.jsonl, one line per deploy: when it ran,
+its exit status, its fleet report, each host's server PID after it) are beside molecule's ephemeral directory,
+in <ephemeral>-record, which outlives the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+RECORD = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"] + "-record")
+HOSTS = ["vllm-fleet-1", "vllm-fleet-2", "vllm-fleet-3"]
+# The settings every host serves at the end: the flag change (the later changes failed, or were a no-op).
+MAX_NUM_SEQS = "6"
+
+
+def _lines(name):
+    return [json.loads(line) for line in (RECORD / name).read_text().splitlines() if line.strip()]
+
+
+PHASES = [p for p in _lines("phases.jsonl") if p["phase"] != "prepared"]
+REQUESTS = _lines("probe.jsonl")
+NAMES = ["first deploy", "no-op re-run", "change", "partial-flash-attn", "killed", "bad", "unreachable"]
+
+
+def phase(name):
+    return PHASES[NAMES.index(name)]
+
+
+def requests(name, target):
+    p = phase(name)
+    return [r for r in REQUESTS if r["target"] == target and p["start"] <= r["t"] < p["end"]]
+
+
+def row(name, host):
+    return next(r for r in phase(name)["report"] if r["host"] == host)
+
+
+def test_every_phase_ran_and_ended_as_expected():
+    assert [p["phase"] for p in PHASES] == ["deploy", "deploy"] + NAMES[2:]
+    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 2, 4]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_request_failed_through_the_front_door(name):
+    sent = requests(name, "front")
+    if name == "first deploy":   # nothing served before the first host was up: from the first answer on
+        first = next(i for i, r in enumerate(sent) if r["ok"])
+        sent = sent[first:]
+    assert len(sent) >= 10, "too few requests to tell: %d" % len(sent)
+    failed = [r for r in sent if not r["ok"]]
+    assert failed == [], "%d of %d failed: %s" % (len(failed), len(sent), failed[:5])
+
+
+@pytest.mark.parametrize("name", NAMES[1:])
+def test_no_request_failed_on_a_host_not_restarted(name):
+    untouched = [h for h in HOSTS if not phase(name)["report"] or not row(name, h)["restarted"]]
+    for host in untouched:
+        sent = requests(name, host)
+        assert len(sent) >= 3, (host, len(sent))
+        failed = [r for r in sent if not r["ok"]]
+        assert failed == [], "%s: %d of %d failed: %s" % (host, len(failed), len(sent), failed[:5])
+
+
+def test_the_no_op_rerun_kept_every_server():
+    assert phase("no-op re-run")["pids"] == phase("first deploy")["pids"]
+    assert all(pid > 0 for pid in phase("first deploy")["pids"].values())
+    assert [(r["status"], r["restarted"]) for r in phase("no-op re-run")["report"]] == [("ready", False)] * 3
+
+
+def test_the_change_rolled_host_by_host_with_the_host_out_of_traffic_first():
+    before, after = phase("no-op re-run")["pids"], phase("change")["pids"]
+    assert all(before[h] != after[h] for h in HOSTS)
+    assert [(r["status"], r["restarted"]) for r in phase("change")["report"]] == [("ready", True)] * 3
+    # Seen from outside: never two hosts down at once (serial 1), and each host was down for a while.
+    down = {h: [r["t"] for r in requests("change", h) if not r["ok"]] for h in HOSTS}
+    assert all(down.values()), down
+    spans = sorted((min(t), max(t)) for t in down.values())
+    assert all(a[1] < b[0] for a, b in zip(spans, spans[1:])), spans
+
+
+def test_the_wait_survived_its_ssh_connection_being_cut():
+    cut = phase("change")["during_at"]
+    assert cut, "the connection was not cut"
+    # Cut while the host was out of service (its new server loading), and the host still came back ready.
+    down = [r["t"] for r in requests("change", "vllm-fleet-2") if not r["ok"]]
+    assert min(down) < cut < max(down), (down[:1], cut, down[-1:])
+    assert (row("change", "vllm-fleet-2")["status"], row("change", "vllm-fleet-2")["restarted"]) == ("ready", True)
+
+
+def test_a_partial_flash_attn_is_caught_at_staging_and_no_host_restarts():
+    log = (RECORD / "deploy-partial-flash-attn.log").read_text()
+    assert "No module named 'flash_attn.ops'" in log
+    assert phase("partial-flash-attn")["pids"] == phase("change")["pids"]
+    assert "Wait for vLLM to serve" not in log
+
+
+@pytest.mark.parametrize("name, before, reasons", [
+    ("killed", "partial-flash-attn", {"engine_died", "process_exited"}),
+    ("bad", "killed", {"out_of_memory"}),
+])
+def test_a_failed_start_stops_the_rollout_at_the_first_host_which_serves_its_previous_config(name, before, reasons):
+    first = row(name, "vllm-fleet-1")
+    assert (first["status"], first["rolled_back"]) == ("failed", True), first
+    assert first["reason"] in reasons, first
+    if name == "killed":
+        assert phase(name)["during_at"], "the engine was not killed"
+    for host in HOSTS[1:]:
+        assert row(name, host)["status"] == "not rolled"
+        assert row(name, host)["reason"] == "the rollout stopped after vllm-fleet-1 failed"
+        assert phase(name)["pids"][host] == phase(before)["pids"][host]
+    # Back on its previous server: a new process (the failed start was replaced), serving.
+    assert phase(name)["pids"]["vllm-fleet-1"] not in (0, phase(before)["pids"]["vllm-fleet-1"])
+
+
+def test_the_unreachable_host_is_named_left_alone_and_kept_in_traffic():
+    third = row("unreachable", "vllm-fleet-3")
+    assert third["status"] == "unreachable"
+    assert phase("unreachable")["pids"]["vllm-fleet-3"] == phase("bad")["pids"]["vllm-fleet-3"]
+    for host in HOSTS[:2]:
+        assert (row("unreachable", host)["status"], row("unreachable", host)["restarted"]) == ("ready", False)
+        assert phase("unreachable")["pids"][host] == phase("bad")["pids"][host]
+    # Its line stayed in the front door: test_the_front_door_holds_every_host_ready.
+
+
+def test_the_service_serves_its_last_config(host):
+    svc = host.service("vllm")
+    assert svc.is_running and svc.is_enabled
+    unit = host.file("/etc/systemd/system/vllm.service").content_string
+    assert re.search(r"^\s*--max-num-seqs %s\b" % MAX_NUM_SEQS, unit, re.M), unit
+    out = host.run("python3 -c \"import json,urllib.request; print(json.load(urllib.request.urlopen("
+                   "urllib.request.Request('http://127.0.0.1:8000/v1/completions', json.dumps({'model': 'tiny-qwen3', "
+                   "'prompt': 'hi', 'max_tokens': 2}).encode(), {'Content-Type': 'application/json'}), timeout=60))"
+                   "['usage']['completion_tokens'])\"")
+    assert out.stdout.strip() == "2", out.stderr
+
+
+@pytest.mark.testinfra_hosts("ansible://vllm-fleet-1")
+def test_the_front_door_holds_every_host_ready(host):
+    state = host.run("echo 'show servers state vllm' | python3 -c \"import socket,sys; s=socket.socket(socket.AF_UNIX); "
+                     "s.connect('/run/haproxy/admin.sock'); s.sendall(sys.stdin.read().encode()); "
+                     "print(s.makefile().read())\"")
+    rows = [line.split() for line in state.stdout.splitlines() if line.strip() and not line.startswith("#")][1:]
+    # srv_name, srv_op_state (2: running), srv_admin_state (0: ready)
+    assert [(r[3], r[5], r[6]) for r in rows] == [(h, "2", "0") for h in HOSTS], state.stdout
