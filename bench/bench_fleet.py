@@ -1,0 +1,147 @@
+"""Fleet rollout figures from the molecule scenarios' own records, side by side for 1 and 3 hosts.
+
+Both scenarios record each deploy they run (phases.jsonl in their ephemeral directory: start, end, exit status,
+fleet report, each host's server PID and network counters after it); the fleet scenario's probe records every
+request it sent through the front door and to each host (probe.jsonl). ``./scripts/test.sh`` runs both scenarios
+in one session, so one test run gives both columns; this script reads them, prints the figures and checks the goals:
+
+- a no-op re-run takes at most 20% of a first deploy's wall time, for 1 and for 3 hosts;
+- no request failed through the front door during any rollout (the first deploy from the first answer on);
+- no request failed on a host the rollout did not restart.
+
+    python bench/bench_fleet.py                       # reads .build/molecule/{default,fleet}-record
+    python bench/bench_fleet.py --json figures.json   # the figures as JSON too
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+NOOP_GOAL = 0.20
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def phases(directory: Path) -> list[dict]:
+    """Each recorded phase, deploys named by their order (the first deploy, then the no-op re-run)."""
+    named, deploys = [], 0
+    for p in lines(directory / "phases.jsonl"):
+        if p["phase"] == "deploy":
+            deploys += 1
+            p = dict(p, phase="first deploy" if deploys == 1 else "no-op re-run")
+        named.append(p)
+    return named
+
+
+def deploy_times(recorded: list[dict]) -> dict:
+    by = {p["phase"]: p for p in recorded}
+    first = by["first deploy"]["end"] - by["first deploy"]["start"]
+    noop = by["no-op re-run"]["end"] - by["no-op re-run"]["start"]
+    return {"hosts": len(by["first deploy"]["pids"]), "first_s": round(first, 1), "noop_s": round(noop, 1),
+            "ratio": round(noop / first, 3)}
+
+
+def received(recorded: list[dict], phase: str) -> dict:
+    """Bytes each host received and sent during a phase (its eth0 counters, from the phase before)."""
+    index = [p["phase"] for p in recorded].index(phase)
+    if index == 0:
+        raise SystemExit("no record before %s: run the scenario again (its prepare step records the counters)" % phase)
+    before, after = recorded[index - 1], recorded[index]
+    return {host: {"rx": after["rx_bytes"][host] - before["rx_bytes"][host],
+                   "tx": after["tx_bytes"][host] - before["tx_bytes"][host]} for host in after["rx_bytes"]}
+
+
+def rollouts(recorded: list[dict], requests: list[dict], host_every: float) -> list[dict]:
+    out = []
+    for p in recorded:
+        if p["phase"] == "prepared":
+            continue
+        inside = [r for r in requests if p["start"] <= r["t"] < p["end"]]
+        front = [r for r in inside if r["target"] == "front"]
+        if p["phase"] == "first deploy":   # nothing could answer before the first host served
+            answered = [i for i, r in enumerate(front) if r["ok"]]
+            front = front[answered[0]:] if answered else []
+        restarted = {row["host"] for row in p["report"] if row["restarted"]}
+        untouched = [r for r in inside if r["target"] not in ("front", *restarted)]
+        windows = {}
+        for host in sorted(restarted):
+            down = [r["t"] for r in inside if r["target"] == host and not r["ok"]]
+            windows[host] = round(max(down) - min(down) + host_every, 1) if down else 0.0
+        out.append({
+            "phase": p["phase"], "rc": int(p["rc"]), "wall_s": round(p["end"] - p["start"], 1),
+            "front_sent": len(front), "front_failed": sum(not r["ok"] for r in front),
+            "untouched_sent": len(untouched), "untouched_failed": sum(not r["ok"] for r in untouched),
+            "restarted": sorted(restarted), "down_s": windows,
+            "ready_s": {row["host"]: row["seconds"] for row in p["report"] if row["restarted"]},
+            "drained": {row["host"]: row["drained"] for row in p["report"] if row["restarted"]},
+        })
+    return out
+
+
+def table(rows: list[list], header: list[str]) -> str:
+    cells = [header] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in cells)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--default", type=Path, default=REPO / ".build/molecule/default-record")
+    parser.add_argument("--fleet", type=Path, default=REPO / ".build/molecule/fleet-record")
+    parser.add_argument("--host-every", type=float, default=4.0, help="the probe's seconds between requests to a host")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+
+    one, three = phases(args.default), phases(args.fleet)
+    times = [deploy_times(one), deploy_times(three)]
+    rolled = rollouts(three, lines(args.fleet / "probe.jsonl"), args.host_every)
+    first_bytes = received(three, "first deploy")
+    noop_bytes = received(three, "no-op re-run")
+    wheelhouse = os.environ.get("LLMOPS_WHEELHOUSE")
+    wheelhouse_bytes = sum(f.stat().st_size for f in Path(wheelhouse).iterdir()) if wheelhouse else None
+
+    print("machine: %s, %d CPUs, Python %s" % (platform.platform(), os.cpu_count() or 0, platform.python_version()))
+    print("\nDeploy wall time (s), each scenario's converge and its idempotence re-run")
+    print(table([[t["hosts"], t["first_s"], t["noop_s"], "%.0f%%" % (100 * t["ratio"])] for t in times],
+                ["hosts", "first deploy", "no-op re-run", "no-op / first"]))
+    print("\nRollouts of the 3-host fleet while the probe sent requests (front door every 1 s, each host every %g s)"
+          % args.host_every)
+    print(table([[r["phase"], r["rc"], r["wall_s"], "%d / %d" % (r["front_failed"], r["front_sent"]),
+                  "%d / %d" % (r["untouched_failed"], r["untouched_sent"]), ",".join(r["restarted"]) or "-"]
+                 for r in rolled],
+                ["phase", "rc", "wall s", "front door failed/sent", "untouched hosts failed/sent", "restarted"]))
+    print("\nRolling window per host (change rolled with serial 1): out of service as the probe saw it, "
+          "vllm_wait's seconds to ready, requests drained before the stop")
+    change = next(r for r in rolled if r["phase"] == "change")
+    print(table([[h, change["down_s"][h], change["ready_s"][h], change["drained"][h]] for h in change["restarted"]],
+                ["host", "down s", "to ready s", "drained"]))
+    print("\nBytes each host received / sent (its eth0) during the first deploy and the no-op re-run; the "
+          "controller sends the packed wheelhouse once per host, no host downloads from an index")
+    print(table([[h, first_bytes[h]["rx"], first_bytes[h]["tx"], noop_bytes[h]["rx"], noop_bytes[h]["tx"]]
+                 for h in first_bytes], ["host", "first rx", "first tx", "no-op rx", "no-op tx"]))
+    if wheelhouse_bytes is not None:
+        print("wheelhouse on the controller: %d bytes" % wheelhouse_bytes)
+
+    misses = ["no-op re-run of %d host(s) took %.0f%% of the first deploy (goal: at most %.0f%%)"
+              % (t["hosts"], 100 * t["ratio"], 100 * NOOP_GOAL) for t in times if t["ratio"] > NOOP_GOAL]
+    misses += ["%s: %d request(s) failed through the front door" % (r["phase"], r["front_failed"])
+               for r in rolled if r["front_failed"]]
+    misses += ["%s: %d request(s) failed on hosts not restarted" % (r["phase"], r["untouched_failed"])
+               for r in rolled if r["untouched_failed"]]
+    if args.json:
+        args.json.write_text(json.dumps({"deploys": times, "rollouts": rolled, "first_deploy_bytes": first_bytes,
+                                         "noop_bytes": noop_bytes, "wheelhouse_bytes": wheelhouse_bytes}, indent=2))
+    print("\n" + ("\n".join("MISSED: " + m for m in misses) if misses else "all goals met"))
+    return 1 if misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
