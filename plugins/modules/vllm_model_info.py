@@ -81,6 +81,14 @@ files:
   type: list
   elements: str
   sample: ["config.json", "model.safetensors"]
+manifest:
+  description:
+    - Every regular file under O(path), recursively, as C([relative path, size, mtime in nanoseconds]), sorted. Only
+      stat() is called, no file is read. The drafter role compares it with what its last copy to a host sent.
+  returned: success
+  type: list
+  elements: list
+  sample: [["config.json", 820, 1796100000000000000], ["model.safetensors", 495784, 1796100000000000000]]
 weight_files:
   description: The safetensors files holding the weights, relative to O(path). Empty when O(read_weights=false).
   returned: success

@@ -224,6 +224,19 @@ def test_copies_the_models_from_the_controller(play, role_vars, models, tmp_path
     assert second.returncode == 0, second.output
     assert second.changed == 0, second.output
     assert second.facts["changed"] is False
+    # Without a checksum of either side: the note beside each directory holds what its last copy sent.
+    assert "Copy the models from the controller, where they differ from the last copy" in second.output
+    assert "skipping: [localhost] => (item=the target model)" in second.output, second.output
+    note = json.loads((host / ".tiny-qwen3.copied.json").read_text())
+    assert [entry[:2] for entry in note] == [[p.name, p.stat().st_size] for p in sorted(target.iterdir())]
+
+    # A file new on the controller is sent, and the server role is told the model files changed.
+    (target / "extra.txt").write_text("x")
+    third = play(copied)
+
+    assert third.returncode == 0, third.output
+    assert (host / "tiny-qwen3" / "extra.txt").read_text() == "x"
+    assert third.facts["changed"] is True
 
 
 def test_a_bad_controller_copy_fails_before_anything_is_copied(play, role_vars, tmp_path):
