@@ -26,7 +26,7 @@ def _lines(name):
 
 PHASES = [p for p in _lines("phases.jsonl") if p["phase"] != "prepared"]
 REQUESTS = _lines("probe.jsonl")
-NAMES = ["first deploy", "no-op re-run", "change", "partial-flash-attn", "killed", "bad", "unreachable"]
+NAMES = ["first deploy", "no-op re-run", "change", "partial-flash-attn", "killed", "bad", "unreachable", "check"]
 
 
 def phase(name):
@@ -44,7 +44,7 @@ def row(name, host):
 
 def test_every_phase_ran_and_ended_as_expected():
     assert [p["phase"] for p in PHASES] == ["deploy", "deploy"] + NAMES[2:]
-    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 2, 4]
+    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 2, 4, 0]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -127,6 +127,13 @@ def test_the_unreachable_host_is_named_left_alone_and_kept_in_traffic():
         assert (row("unreachable", host)["status"], row("unreachable", host)["restarted"]) == ("ready", False)
         assert phase("unreachable")["pids"][host] == phase("bad")["pids"][host]
     # Its line stayed in the front door: test_the_front_door_holds_every_host_ready.
+
+
+def test_check_mode_shows_each_host_what_would_change_and_changes_nothing():
+    log = (RECORD / "deploy-check.log").read_text()
+    assert phase("check")["pids"] == phase("unreachable")["pids"]
+    # The unit's diff, once per host: the flag the change would set back.
+    assert log.count("-    --max-num-seqs 6") == 3 and log.count("+    --max-num-seqs 8") == 3, log[-3000:]
 
 
 def test_the_service_serves_its_last_config(host):
