@@ -13,19 +13,16 @@ def _facts(hostvars: Mapping[str, Any], host: str) -> Mapping[str, Any]:
 
 
 def vllm_fleet_report(hosts: list[str], hostvars: Mapping[str, Any]) -> dict[str, Any]:
-    results, not_rolled, reached, noted = {}, {}, set(), False
+    results, not_rolled = {}, {}
     for host in hosts:
         facts = _facts(hostvars, host)
         result = facts.get("vllm_server_result")
         results[host] = dict(result) if isinstance(result, Mapping) else None
         if facts.get("vllm_deploy_not_rolled"):
             not_rolled[host] = str(facts["vllm_deploy_not_rolled"])
-        if "vllm_deploy_reached" in facts:
-            noted = True
-            if facts.get("vllm_deploy_reached"):
-                reached.add(host)
-    # Without playbooks/deploy.yml's note of the hosts that answered, an absent result cannot say why.
-    report_rows = fleet_report.rows(hosts, results, reached if noted else None, not_rolled)
+    # playbooks/deploy.yml notes each host that answered; without any such note an absent result cannot say why.
+    reached = {host for host in hosts if _facts(hostvars, host).get("vllm_deploy_reached")}
+    report_rows = fleet_report.rows(hosts, results, reached or None, not_rolled)
     return {"hosts": report_rows, "table": fleet_report.table(report_rows)}
 
 
