@@ -163,6 +163,32 @@ def test_check_mode_writes_nothing(play, role_vars):
     assert play(role_vars, check=True).changed == 0
 
 
+def test_staging_renders_the_new_config_beside_the_live_one(play, role_vars):
+    render_dir = Path(role_vars["vllm_common_drafter_dir"])
+    staged = render_dir.parent / f".{render_dir.name}.config.json.staged"
+    assert play(role_vars).returncode == 0
+    live = (render_dir / "config.json").read_text()
+    assert staged.read_text() == live
+    overridden = {**role_vars, "vllm_drafter_config_overrides": {"max_position_embeddings": 256}}
+
+    staging = play(overridden, entry_point="stage")
+
+    assert staging.returncode == 0, staging.output
+    assert staging.changed == 1, staging.output
+    # vLLM still reads the live config: nothing to restart for yet.
+    assert staging.facts == {"changed": False, "backup": ""}
+    assert (render_dir / "config.json").read_text() == live
+    assert json.loads(staged.read_text())["max_position_embeddings"] == 256
+
+    rolled = play(overridden)
+
+    assert rolled.returncode == 0, rolled.output
+    assert rolled.facts["changed"] is True
+    assert Path(rolled.facts["backup"]).read_text() == live
+    assert (render_dir / "config.json").read_text() == staged.read_text()
+    assert rendered_config(role_vars)["max_position_embeddings"] == 256
+
+
 def test_changes_keep_a_backup_and_follow_the_checkpoint_files(play, role_vars, models):
     _target, drafter = models
     render_dir = Path(role_vars["vllm_common_drafter_dir"])

@@ -53,6 +53,19 @@ def test_secrets_file_is_private(host):
     assert env.exists and env.user == "root" and env.mode == 0o600
 
 
+def test_a_refused_change_stays_staged_and_never_goes_live(host):
+    staged = host.file("/etc/vllm/staged")
+    assert staged.is_directory and staged.user == "root" and staged.mode == 0o700
+    # The last redeploy of the side effect was refused by vLLM: its unit is staged, the live one is the working one.
+    staged_unit = host.file(f"/etc/vllm/staged/{SERVICE}.service").content_string
+    live_unit = host.file(f"/etc/systemd/system/{SERVICE}.service").content_string
+    assert "--no-such-flag" in staged_unit and "--no-such-flag" not in live_unit
+    env = host.file(f"/etc/vllm/staged/{SERVICE}.env")
+    assert env.mode == 0o600 and env.sha256sum == host.file(f"/etc/vllm/{SERVICE}.env").sha256sum
+    rendered = host.file(DRAFTER_RENDERED)
+    assert host.file("/opt/vllm/.drafter.config.json.staged").sha256sum == rendered.sha256sum
+
+
 def test_drafter_config_is_rendered_with_computed_layer_ids(host):
     rendered = json.loads(host.file(DRAFTER_RENDERED).content_string)
     original = json.loads(host.file(DRAFTER_ORIGINAL).content_string)

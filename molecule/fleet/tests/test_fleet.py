@@ -129,6 +129,19 @@ def test_the_unreachable_host_is_named_left_alone_and_kept_in_traffic():
     # Its line stayed in the front door: test_the_front_door_holds_every_host_ready.
 
 
+def test_the_staged_unit_goes_live_only_on_a_host_that_rolled():
+    def staged(name):
+        return [phase(name)["staged_unit"][host] for host in HOSTS]
+    for name in ("first deploy", "no-op re-run", "change"):
+        assert staged(name) == ["live"] * 3, name
+    # Staged on every host, then the first host rolled back and the rollout stopped: nowhere live.
+    for name in ("killed", "bad"):
+        assert staged(name) == ["staged only"] * 3, name
+    # The third host was not reached: what "bad" staged there is still only staged; check mode wrote nothing.
+    for name in ("unreachable", "check"):
+        assert staged(name) == ["live", "live", "staged only"], name
+
+
 def test_check_mode_shows_each_host_what_would_change_and_changes_nothing():
     log = (RECORD / "deploy-check.log").read_text()
     assert phase("check")["pids"] == phase("unreachable")["pids"]
