@@ -71,7 +71,16 @@ def is_local_host(host):
 
 def get(url, timeout, headers=None, max_body=MAX_BODY):
     """GET ``url``; return ProbeResult(status, error, body), never raise."""
-    request = Request(local_url(url), headers=headers or {})
+    return _send(Request(local_url(url), headers=headers or {}), timeout, max_body)
+
+
+def post_json(url, body, timeout, headers=None, max_body=MAX_BODY):
+    """POST ``body`` as JSON to ``url``; return ProbeResult(status, error, body), never raise."""
+    headers = dict(headers or {}, **{"Content-Type": "application/json"})
+    return _send(Request(local_url(url), data=json.dumps(body).encode(), headers=headers), timeout, max_body)
+
+
+def _send(request, timeout, max_body):
     try:
         resp = _OPENER.open(request, timeout=timeout)
         try:

@@ -29,22 +29,26 @@ def vllm_cli() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_models(engine_python, tmp_path_factory) -> dict[str, Path]:
-    """A tiny Qwen3 target and a tiny DFlash drafter whose config the drafter role renders."""
+    """A tiny Qwen3 target and a tiny DFlash drafter whose config the drafter role renders, and the pair that agrees
+    on every token (zeroed final norms), rendered the same way."""
     models = os.environ.get("LLMOPS_MODELS")
     if not models or not (Path(models) / ".complete").exists():
         pytest.fail("LLMOPS_MODELS does not hold the tiny models: run the suite with scripts/test.sh")
     root = Path(models)
     work = tmp_path_factory.mktemp("drafter")
-    rendered = work / "tiny-qwen3-dflash"
+    pairs = {"": ("tiny-qwen3", "tiny-qwen3-dflash"), "agree_": ("tiny-qwen3-agree", "tiny-qwen3-agree-dflash")}
     play = [{
-        "name": "Render the tiny drafter", "hosts": "localhost", "gather_facts": False,
-        "roles": [{"role": "llmops.vllm.vllm_drafter", "vars": {
-            "vllm_drafter_target_model_dir": str(root / "tiny-qwen3"),
-            "vllm_drafter_dir": str(root / "tiny-qwen3-dflash"),
-            "vllm_common_drafter_dir": str(rendered),
+        "name": "Render the tiny drafters", "hosts": "localhost", "gather_facts": False,
+        "tasks": [{"name": "Render " + drafter, "ansible.builtin.include_role": {"name": "llmops.vllm.vllm_drafter"}, "vars": {
+            "vllm_drafter_target_model_dir": str(root / target),
+            "vllm_drafter_dir": str(root / drafter),
+            "vllm_common_drafter_dir": str(work / drafter),
             "vllm_common_version": ENGINE_VERSION,
-        }}],
+        }} for target, drafter in pairs.values()],
     }]
     run = run_playbook(play, timeout=1800)
     assert run.rc == 0, run.report()
-    return {"target": root / "tiny-qwen3", "drafter": rendered, "root": root}
+    found = {"root": root}
+    for prefix, (target, drafter) in pairs.items():
+        found[prefix + "target"], found[prefix + "drafter"] = root / target, work / drafter
+    return found

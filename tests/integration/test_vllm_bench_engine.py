@@ -1,0 +1,92 @@
+"""vllm_bench, run through Ansible, against the real vLLM CPU engine: figures checked against known truth."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
+from ansible_collections.llmops.vllm.tests.integration.test_vllm_wait_engine import wait_args
+from ansible_collections.llmops.vllm.tests.integration.vllm_serve import SERVED, VllmServe, free_port
+
+pytestmark = pytest.mark.engine
+
+K = 4
+# The first token comes from the prefill, then every verified draft gives K + 1: no draft is cut short by the end.
+OUTPUT_LEN = 1 + 4 * (K + 1)
+
+
+def serve(engine_python, vllm_cli, tmp_path, target, drafter):
+    server = VllmServe(engine_python, vllm_cli, tmp_path / "vllm.log", target, drafter, free_port(), speculative_tokens=K)
+    server.start()
+    ready = run_module("llmops.vllm.vllm_wait", wait_args(server, 0)).result()
+    if ready["status"] != "ready":
+        server.stop()
+        pytest.fail("the server did not start: %s" % ready.get("msg"))
+    return server
+
+
+def bench(server, cli, tiny_models, tmp_path, **options):
+    args = {"executable": str(cli), "url": "http://127.0.0.1:%d" % server.port, "model": SERVED,
+            "tokenizer": str(tiny_models["target"]), "result_dir": str(tmp_path / "bench"), "num_prompts": 3,
+            "input_len": 16, "output_len": OUTPUT_LEN, "warmups": 1, **options}
+    return run_module("llmops.vllm.vllm_bench", args, timeout=900).result()
+
+
+@pytest.fixture(scope="module")
+def installed_cli(engine_python, vllm_cli, tmp_path_factory) -> Path:
+    """The CLI wrapper as the install role puts it in the venv's bin: the venv's python on its first line."""
+    path = tmp_path_factory.mktemp("bin") / "vllm-cpu-cli"
+    path.write_text("#!%s\n%s" % (engine_python, vllm_cli.read_text()))
+    path.chmod(0o755)
+    return path
+
+
+def test_agreeing_pair_accepts_every_draft(engine_python, vllm_cli, tiny_models, tmp_path, installed_cli):
+    server = serve(engine_python, vllm_cli, tmp_path, tiny_models["agree_target"], tiny_models["agree_drafter"])
+    try:
+        res = bench(server, installed_cli, tiny_models, tmp_path, min_acceptance_length=K + 1)
+    finally:
+        server.stop()
+    assert res["status"] == "passed", res.get("msg")
+    spec = res["runs"][0]["speculative"]
+    assert spec["acceptance_length"] == K + 1, spec
+    assert spec["per_position_acceptance"] == [1.0] * K, spec
+    assert spec["accepted_tokens"] == spec["draft_tokens"] == K * spec["drafts"], spec
+    assert res["acceptance_length"] == K + 1
+    client = res["runs"][0]["client"]
+    assert client["completed"] == 3 and client["output_tokens"] == 3 * OUTPUT_LEN
+    assert res["runs"][0]["other_requests"] == 0
+
+
+def test_random_drafter_misses_an_acceptance_gate_with_its_figures(engine_python, vllm_cli, tiny_models, tmp_path, installed_cli):
+    server = serve(engine_python, vllm_cli, tmp_path, tiny_models["target"], tiny_models["drafter"])
+    try:
+        res = bench(server, installed_cli, tiny_models, tmp_path, concurrency=[1, 2], min_acceptance_length=K)
+    finally:
+        server.stop()
+    assert res["failed"] and res["status"] == "failed" and res["reason"] == "low_acceptance", res.get("msg")
+    assert [run["concurrency"] for run in res["runs"]] == [1, 2]
+    for run in res["runs"]:
+        spec = run["speculative"]
+        assert spec["drafts"] > 0 and len(spec["per_position_acceptance"]) == K, spec
+        assert 1.0 <= spec["acceptance_length"] < K, spec
+        # vLLM's own client computes the same from the same counters: its saved result agrees.
+        saved = json.loads(Path(run["result_file"]).read_text())
+        assert spec["acceptance_length"] == pytest.approx(saved["spec_decode_acceptance_length"], abs=1e-3)
+        assert spec["drafts"] == saved["spec_decode_num_drafts"]
+    assert "%.2f" % res["acceptance_length"] in res["msg"]
+    assert res["decode_tokens_per_second"] > 0
+
+
+def test_without_dflash_there_are_no_speculative_figures(engine_python, vllm_cli, tiny_models, tmp_path, installed_cli):
+    server = serve(engine_python, vllm_cli, tmp_path, tiny_models["target"], None)
+    try:
+        res = bench(server, installed_cli, tiny_models, tmp_path, min_acceptance_length=2.0, min_decode_tokens_per_second=0.1)
+    finally:
+        server.stop()
+    assert res["status"] == "passed", res.get("msg")
+    assert res["runs"][0]["speculative"] is None and res["acceptance_length"] is None
+    assert any("min_acceptance_length cannot apply" in note for note in res["notes"]), res["notes"]

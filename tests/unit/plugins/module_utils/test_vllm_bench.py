@@ -1,0 +1,175 @@
+"""The benchmark's command line, the counters it is measured by, and the speed gates."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_bench import (
+    MISCONFIGURED_BELOW,
+    bench_argv,
+    client_figures,
+    counters,
+    evaluate,
+    measure,
+    other_traffic,
+    speculative_figures,
+)
+
+
+def metrics_text(drafts=None, draft_tokens=0, accepted=0, per_position=(), requests=0.0):
+    """A /metrics text shaped as vLLM's (labels model_name and engine; one counter per finished reason)."""
+    lines = [
+        "# HELP vllm:request_success_total Count of successfully processed requests.",
+        "# TYPE vllm:request_success_total counter",
+        'vllm:request_success_total{engine="0",finished_reason="length",model_name="tiny-qwen3"} %s' % requests,
+        'vllm:request_success_total{engine="0",finished_reason="stop",model_name="tiny-qwen3"} 0.0',
+        'vllm:num_requests_running{engine="0",model_name="tiny-qwen3"} 0.0',
+    ]
+    if drafts is not None:
+        lines += [
+            "# TYPE vllm:spec_decode_num_drafts_total counter",
+            'vllm:spec_decode_num_drafts_total{engine="0",model_name="tiny-qwen3"} %s' % float(drafts),
+            'vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="tiny-qwen3"} %s' % float(draft_tokens),
+            'vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="tiny-qwen3"} %s' % float(accepted),
+        ]
+        lines += ['vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="tiny-qwen3",position="%d"} %s'
+                  % (position, float(count)) for position, count in enumerate(per_position)]
+    return "\n".join(lines) + "\n"
+
+
+def saved_result(completed=8, median_tpot_ms=10.0, output_throughput=90.0, failed=0):
+    """The keys of a `vllm bench serve --save-result` file the figures are read from."""
+    return {"completed": completed, "failed": failed, "duration": 3.5, "total_output_tokens": completed * 64,
+            "output_throughput": output_throughput, "median_ttft_ms": 40.0, "p99_ttft_ms": 55.5,
+            "median_itl_ms": 9.0, "p99_itl_ms": 20.0, "median_tpot_ms": median_tpot_ms, "p99_tpot_ms": 12.0}
+
+
+def run(concurrency=1, decode_ms=10.0, spec=None, other=0, completed=8):
+    client = client_figures(saved_result(completed=completed, median_tpot_ms=decode_ms))
+    return {"concurrency": concurrency, "client": client, "speculative": spec, "other_requests": other}
+
+
+def spec(length):
+    return {"drafts": 10, "draft_tokens": 40, "accepted_tokens": int(round((length - 1) * 10)),
+            "acceptance_length": length, "acceptance_rate": (length - 1) / 4, "per_position_acceptance": []}
+
+
+def test_the_command_line_is_vllm_bench_serve_with_a_fixed_workload():
+    argv = bench_argv("/opt/vllm/venvs/vllm-0.20.2/bin/vllm", "http://127.0.0.1:8000", "qwen3.6-27b",
+                      "/srv/models/Qwen3.6-27B", 4, 8, 32, 64, 0.0, "/var/lib/vllm/bench", "bench-c4.json")
+    assert argv[:3] == ["/opt/vllm/venvs/vllm-0.20.2/bin/vllm", "bench", "serve"]
+    flags = dict(zip(argv[3::1], argv[4::1]))
+    assert flags["--max-concurrency"] == "4" and flags["--num-prompts"] == "8"
+    assert flags["--random-input-len"] == "32" and flags["--random-output-len"] == "64"
+    assert flags["--tokenizer"] == "/srv/models/Qwen3.6-27B" and flags["--dataset-name"] == "random"
+    # Warm-up is sent apart, so the counters read around the run hold its requests alone.
+    assert flags["--num-warmups"] == "0"
+    assert "--ignore-eos" in argv and "--save-result" in argv
+    assert not any("key" in word.lower() for word in argv)
+
+
+def test_client_figures_read_the_saved_result():
+    figures = client_figures(saved_result(median_tpot_ms=12.5, output_throughput=77.123))
+    assert figures["decode_tokens_per_second"] == 80.0
+    assert figures["output_tokens_per_second"] == 77.12
+    assert (figures["median_ttft_ms"], figures["p99_ttft_ms"], figures["median_itl_ms"], figures["p99_itl_ms"]) == (40.0, 55.5, 9.0, 20.0)
+    assert client_figures({"completed": 0})["decode_tokens_per_second"] is None
+
+
+def test_speculative_figures_are_the_counter_deltas():
+    before = counters(metrics_text(drafts=100, draft_tokens=400, accepted=150, per_position=(80, 40, 20, 10), requests=5))
+    after = counters(metrics_text(drafts=160, draft_tokens=640, accepted=270, per_position=(134, 76, 40, 20), requests=13))
+    figures = speculative_figures(before, after)
+    assert figures["drafts"] == 60 and figures["draft_tokens"] == 240 and figures["accepted_tokens"] == 120
+    assert figures["acceptance_length"] == 3.0           # 1 + 120 / 60: the bonus token counts
+    assert figures["acceptance_rate"] == 0.5
+    assert figures["per_position_acceptance"] == [0.9, 0.6, 0.3333, 0.1667]
+    assert other_traffic(before, after, sent=8) == 0
+    assert other_traffic(before, after, sent=6) == 2
+
+
+def test_without_speculative_counters_there_are_no_speculative_figures():
+    before, after = counters(metrics_text(requests=1)), counters(metrics_text(requests=9))
+    assert before["speculative"] is None
+    assert speculative_figures(before, after) is None
+
+
+def test_a_run_without_drafts_has_no_acceptance_length():
+    before = counters(metrics_text(drafts=5, draft_tokens=20, accepted=0))
+    assert speculative_figures(before, before)["acceptance_length"] is None
+
+
+def test_measure_reads_the_counters_around_each_run():
+    calls = []
+    texts = iter([metrics_text(drafts=0, requests=0), metrics_text(drafts=40, draft_tokens=160, accepted=80, requests=8),
+                  metrics_text(drafts=40, draft_tokens=160, accepted=80, requests=8),
+                  metrics_text(drafts=100, draft_tokens=400, accepted=140, requests=20)])
+
+    def read_metrics():
+        calls.append("metrics")
+        return next(texts)
+
+    def run_bench(concurrency):
+        calls.append("bench %d" % concurrency)
+        return saved_result(completed=8, median_tpot_ms=10.0 * concurrency)
+
+    runs = measure([1, 4], run_bench, read_metrics)
+    assert calls == ["metrics", "bench 1", "metrics", "metrics", "bench 4", "metrics"]
+    assert [r["speculative"]["acceptance_length"] for r in runs] == [3.0, 2.0]
+    # 12 requests finished at concurrency 4, 8 of them the run's own.
+    assert [r["other_requests"] for r in runs] == [0, 4]
+
+
+def test_every_gate_passes():
+    verdict = evaluate([run(decode_ms=10.0, spec=spec(3.0))], {
+        "min_decode_tokens_per_second": 90, "min_acceptance_length": 2.5, "baseline_tokens_per_second": 73.5, "min_speedup": 1.3})
+    assert verdict == {"passed": True, "reason": None, "speedup": 1.361, "notes": [], "msg": "every gate passed"}
+
+
+@pytest.mark.parametrize("gates, words", [
+    ({"min_decode_tokens_per_second": 120}, ["100.00 tok/s", "min_decode_tokens_per_second 120"]),
+    ({"baseline_tokens_per_second": 73.5, "min_speedup": 1.5}, ["1.36x the baseline 73.5", "min_speedup 1.5"]),
+])
+def test_a_slow_server_is_too_slow_with_its_figures(gates, words):
+    verdict = evaluate([run(decode_ms=10.0, spec=spec(3.0))], gates)
+    assert not verdict["passed"] and verdict["reason"] == "too_slow"
+    assert all(word in verdict["msg"] for word in words), verdict["msg"]
+
+
+def test_low_acceptance_is_its_own_reason():
+    verdict = evaluate([run(spec=spec(1.6))], {"min_acceptance_length": 2.0, "min_decode_tokens_per_second": 1})
+    assert verdict["reason"] == "low_acceptance"
+    assert "mean acceptance length 1.60 is below min_acceptance_length 2.0" in verdict["msg"]
+
+
+def test_an_almost_never_accepted_drafter_is_called_misconfigured_not_slow():
+    length = MISCONFIGURED_BELOW - 0.05
+    verdict = evaluate([run(spec=spec(length))], {"min_acceptance_length": 1.5})
+    assert verdict["reason"] == "low_acceptance"
+    assert "does not match its target" in verdict["msg"] and "target_layer_ids" in verdict["msg"]
+    # No acceptance gate: said, not failed.
+    ungated = evaluate([run(spec=spec(length))], {})
+    assert ungated["passed"] and "does not match its target" in ungated["notes"][0]
+
+
+def test_without_speculative_decoding_the_acceptance_gate_explains_it_cannot_apply():
+    verdict = evaluate([run(spec=None)], {"min_acceptance_length": 2.0})
+    assert verdict["passed"] and verdict["reason"] is None
+    assert "min_acceptance_length cannot apply" in verdict["notes"][0]
+    assert evaluate([run(spec=None)], {})["notes"] == []
+
+
+def test_a_run_other_traffic_reached_says_so():
+    verdict = evaluate([run(spec=spec(3.0)), run(concurrency=4, spec=spec(2.5), other=3)], {})
+    assert verdict["passed"]
+    assert "concurrency 4" in verdict["notes"][0] and "server-wide" in verdict["notes"][0]
+
+
+def test_the_gates_read_the_single_stream_run():
+    verdict = evaluate([run(concurrency=1, decode_ms=20.0), run(concurrency=8, decode_ms=5.0)], {"min_decode_tokens_per_second": 60})
+    assert verdict["reason"] == "too_slow" and "50.00 tok/s" in verdict["msg"]
+
+
+def test_a_benchmark_that_completed_nothing_fails_as_such():
+    verdict = evaluate([run(completed=0)], {})
+    assert verdict["reason"] == "bench_failed"
