@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
-from ansible_collections.llmops.vllm.tests.integration.test_vllm_wait_engine import wait_args
-from ansible_collections.llmops.vllm.tests.integration.vllm_serve import SERVED, VllmServe, free_port
+from ansible_collections.llmops.vllm.tests.integration.vllm_serve import SERVED, VllmServe, free_port, wait_args
 
 pytestmark = pytest.mark.engine
 

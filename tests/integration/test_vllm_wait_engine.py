@@ -12,14 +12,9 @@ import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.http_probe import metric_total
 from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
-from ansible_collections.llmops.vllm.tests.integration.vllm_serve import SERVED, VllmServe, free_port, http
+from ansible_collections.llmops.vllm.tests.integration.vllm_serve import SERVED, VllmServe, free_port, http, wait_args
 
 pytestmark = pytest.mark.engine
-
-def wait_args(server: VllmServe, offset: int, timeout: float = 240) -> dict:
-    return {"pid": server.proc.pid, "log_path": str(server.log), "log_offset": offset,
-            "health_url": f"http://127.0.0.1:{server.port}/health", "expect_model": SERVED, "timeout": timeout}
-
 
 def test_real_start_is_ready_with_dflash_then_engine_death_is_reported(
         engine_python, vllm_cli, tiny_models, tmp_path):

@@ -63,3 +63,8 @@ def http(port: int, path: str, body: dict | None = None) -> str:
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data, {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as resp:
         return resp.read().decode()
+
+
+def wait_args(server: VllmServe, offset: int, timeout: float = 240) -> dict:
+    return {"pid": server.proc.pid, "log_path": str(server.log), "log_offset": offset,
+            "health_url": f"http://127.0.0.1:{server.port}/health", "expect_model": SERVED, "timeout": timeout}
