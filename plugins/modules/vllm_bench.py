@@ -16,7 +16,7 @@ description:
   - Reports per run what the client measured (TTFT, ITL and TPOT median and p99, single-stream decode tok/s,
     aggregate tok/s) and, from the server's C(vllm:spec_decode_*) counters read just before and after the run,
     drafts, draft and accepted tokens, mean acceptance length (1 + accepted/drafts) and per-position acceptance.
-    The counters are server-wide: a run that other clients' requests reached says so (RV(runs[].other_requests)).
+    The counters are server-wide, so a run that other clients' requests reached says so (C(other_requests) of each of RV(runs)).
   - Without speculative decoding the server has no such counters; the module reports none, and says why the
     acceptance gate cannot apply.
   - Fails with RV(reason) V(too_slow) or V(low_acceptance) when a gate is missed, with the figures in the message.
@@ -96,7 +96,7 @@ options:
 extends_documentation_fragment:
   - llmops.vllm.attributes.read_only
 notes:
-  - The warm-up and the runs load the server: run it before the host takes traffic again.
+  - The warm-up and the runs load the server, so run it before the host takes traffic again.
 """
 
 EXAMPLES = r"""
@@ -178,7 +178,8 @@ def main():
             result_dir=dict(type="path", required=True),
             user=dict(type="str", default=""),
             timeout=dict(type="int", default=600),
-            **dict((gate, dict(type="float")) for gate in GATES)
+            # Speeds, not secrets (the names hold "token").
+            **dict((gate, dict(type="float", no_log=False)) for gate in GATES)
         ),
         supports_check_mode=True,
     )
@@ -192,7 +193,7 @@ def main():
     concurrency = sorted(set(p["concurrency"]) | {1})
 
     # The warm-up: the first requests of a fresh server pay for compilation and caches, not for decoding.
-    for _ in range(p["warmups"]):
+    for dummy in range(p["warmups"]):
         answer = http_probe.post_json(base + "/v1/completions", {
             "model": p["model"], "prompt": "Warm up", "max_tokens": 8, "temperature": p["temperature"]}, 120, headers)
         if answer.status != 200:

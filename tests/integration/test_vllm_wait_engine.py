@@ -16,6 +16,7 @@ from ansible_collections.llmops.vllm.tests.integration.vllm_serve import SERVED,
 
 pytestmark = pytest.mark.engine
 
+
 def test_real_start_is_ready_with_dflash_then_engine_death_is_reported(
         engine_python, vllm_cli, tiny_models, tmp_path):
     log = tmp_path / "vllm.log"
