@@ -39,3 +39,37 @@ attributes:
       no change.
     support: full
 """
+
+    # Modules that measure a server: they send it requests, change nothing on the host but their result files.
+    MEASURES = r"""
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: Check mode sends no request and measures nothing.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates
+      no change.
+    support: full
+    details: It always reports C(changed=false); each run measures again.
+"""
+
+    # Modules that write a report on the controller.
+    REPORT = r"""
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: Check mode writes nothing.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates
+      no change.
+    support: none
+    details: Each run writes its report files again.
+"""

@@ -1,11 +1,11 @@
-"""The filter that turns each host's vllm_server_result into the fleet report (``module_utils/fleet_report``)."""
+"""The filters that turn each host's vllm_server_result into the fleet report (``module_utils/fleet_report``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.llmops.vllm.plugins.module_utils import fleet_report
+from ansible_collections.llmops.vllm.plugins.module_utils import fleet_report, vllm_bench
 
 
 def _facts(hostvars: Mapping[str, Any], host: str) -> Mapping[str, Any]:
@@ -34,9 +34,13 @@ def vllm_rollout_stopped_by(hosts: list[str], hostvars: Mapping[str, Any], max_f
     return fleet_report.stopped_by(vllm_rollout_failed(hosts, hostvars), len(hosts), max_fail_percentage)
 
 
+def vllm_bench_figures(result: Any) -> dict[str, Any]:
+    return vllm_bench.figures(dict(result) if isinstance(result, Mapping) else None)
+
+
 class FilterModule:
     """Deploy report filters."""
 
     def filters(self):
         return {"vllm_fleet_report": vllm_fleet_report, "vllm_rollout_failed": vllm_rollout_failed,
-                "vllm_rollout_stopped_by": vllm_rollout_stopped_by}
+                "vllm_rollout_stopped_by": vllm_rollout_stopped_by, "vllm_bench_figures": vllm_bench_figures}

@@ -10,7 +10,8 @@ host of the group, not only those that finished.
 from __future__ import annotations
 
 COLUMNS = (("host", "host"), ("status", "status"), ("reason", "reason"), ("version", "vLLM"),
-           ("restarted", "restarted"), ("seconds", "s to ready"), ("drained", "drained"), ("hint", "hint"))
+           ("restarted", "restarted"), ("seconds", "s to ready"), ("drained", "drained"),
+           ("tokens_per_second", "tok/s"), ("acceptance_length", "accept len"), ("hint", "hint"))
 
 
 def stopped_by(failed, group_size, max_fail_percentage):
@@ -37,6 +38,7 @@ def rows(hosts, results, reached=None, not_rolled=None):
     for host in hosts:
         result = results.get(host) or {}
         restarted = bool(result.get("restarted"))
+        bench = dict(result.get("bench") or {})
         status, missing_reason = (result.get("status"), "") if result else _missing(host, reached, not_rolled or {})
         out.append({
             "host": host,
@@ -48,6 +50,10 @@ def rows(hosts, results, reached=None, not_rolled=None):
             "rolled_back": bool(result.get("rolled_back")),
             "seconds": float(result.get("elapsed") or 0) if restarted else 0.0,
             "drained": int(result.get("drained") or 0),
+            # The speed gate's figures of the server this deploy started (failed ones included), if it measured it.
+            "tokens_per_second": bench.get("decode_tokens_per_second"),
+            "acceptance_length": bench.get("acceptance_length"),
+            "bench": bench,
             "hint": result.get("hint") or "",
             "endpoint": result.get("endpoint") or "",
         })
@@ -60,6 +66,8 @@ def _cell(row, key):
         return ("rolled back" if row["rolled_back"] else "yes") if value else "no"
     if key == "seconds":
         return "%.1f" % value if row["restarted"] else "-"
+    if key in ("tokens_per_second", "acceptance_length"):
+        return "-" if value is None else "%.2f" % value
     if key == "reason" and value == row["status"]:
         return ""
     return str(value)

@@ -39,6 +39,15 @@ MISCONFIGURED_CAUSES = (
 )
 
 
+HINTS = {
+    "too_slow": "compare with the deployment the baseline came from: num_speculative_tokens, "
+                "--max-num-batched-tokens, the attention backend, tensor parallelism; each run's saved result has "
+                "the latencies",
+    "low_acceptance": "check the drafter against its target: " + "; ".join(MISCONFIGURED_CAUSES),
+    "bench_failed": "run the same vllm bench serve by hand on the host: its output is in output_tail",
+}
+
+
 def bench_argv(executable, base_url, model, tokenizer, concurrency, num_prompts, input_len, output_len,
                temperature, result_dir, result_filename, seed=0):
     """The ``vllm bench serve`` command of one measured run (warm-up requests are sent before it, apart)."""
@@ -197,5 +206,24 @@ def evaluate(runs, gates):
         notes.append("other clients' requests reached the server during the run at concurrency %s: its counters "
                      "(acceptance) are server-wide and mix them in" % ", ".join(str(c) for c in mixed))
 
-    return {"passed": not failures, "reason": reason, "speedup": speedup, "notes": notes,
+    return {"passed": not failures, "reason": reason, "speedup": speedup, "notes": notes, "hint": HINTS.get(reason, ""),
             "msg": "; ".join(failures) if failures else "every gate passed"}
+
+
+def figures(result):
+    """What a deploy keeps of one vllm_bench result (passed or failed): {} when nothing was measured."""
+    if not isinstance(result, dict) or not result.get("runs"):
+        return {}
+    single = result["runs"][0]
+    spec = single.get("speculative") or {}
+    return {
+        "status": result.get("status", ""),
+        "decode_tokens_per_second": result.get("decode_tokens_per_second"),
+        "output_tokens_per_second": {str(run["concurrency"]): run["client"]["output_tokens_per_second"] for run in result["runs"]},
+        "acceptance_length": result.get("acceptance_length"),
+        "per_position_acceptance": spec.get("per_position_acceptance", []),
+        "speedup": result.get("speedup"),
+        "baseline_tokens_per_second": result.get("baseline_tokens_per_second"),
+        "notes": list(result.get("notes") or []),
+        "runs": result["runs"],
+    }

@@ -73,6 +73,11 @@ options:
     description: Directory on the host for the saved result of each run (C(vllm bench serve --save-result)).
     type: path
     required: true
+  environment:
+    description: Environment of the client, such as the server's own (C(HF_HOME), C(HOME)), so the tokenizer
+      resolves as it does for the server.
+    type: dict
+    default: {}
   user:
     description: Run the client as this user (the service user); the default is the connection's user.
     type: str
@@ -94,7 +99,7 @@ options:
     description: Gate, single-stream decode tok/s at least this many times O(baseline_tokens_per_second).
     type: float
 extends_documentation_fragment:
-  - llmops.vllm.attributes.read_only
+  - llmops.vllm.attributes.measures
 notes:
   - The warm-up and the runs load the server, so run it before the host takes traffic again.
 """
@@ -123,6 +128,10 @@ reason:
   description: Why a gate failed (V(too_slow), V(low_acceptance), V(bench_failed)); empty when it passed.
   returned: always
   type: str
+hint:
+  description: What to look at when a gate failed.
+  returned: failure
+  type: str
 runs:
   description: One entry per concurrency, with C(client) (the client's figures), C(speculative) (null without
     speculative decoding), C(other_requests) and C(result_file).
@@ -139,6 +148,10 @@ acceptance_length:
   type: float
 speedup:
   description: O(baseline_tokens_per_second) times this is RV(decode_tokens_per_second); null without a baseline.
+  returned: always
+  type: float
+baseline_tokens_per_second:
+  description: O(baseline_tokens_per_second), as given.
   returned: always
   type: float
 notes:
@@ -176,6 +189,7 @@ def main():
             temperature=dict(type="float", default=0),
             warmups=dict(type="int", default=2),
             result_dir=dict(type="path", required=True),
+            environment=dict(type="dict", default={}),
             user=dict(type="str", default=""),
             timeout=dict(type="int", default=600),
             # Speeds, not secrets (the names hold "token").
@@ -184,7 +198,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    empty = dict(runs=[], decode_tokens_per_second=None, acceptance_length=None, speedup=None)
+    empty = dict(runs=[], decode_tokens_per_second=None, acceptance_length=None, speedup=None,
+                 baseline_tokens_per_second=p["baseline_tokens_per_second"])
     if module.check_mode:
         module.exit_json(changed=False, status="skipped", reason="", notes=["check mode: nothing was measured"], **empty)
 
@@ -215,7 +230,8 @@ def main():
         os.makedirs(p["result_dir"], 0o755)
     if drop:
         os.chown(p["result_dir"], entry.pw_uid, entry.pw_gid)
-    env = {"LANG": "C.UTF-8", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+    env = dict((str(k), str(v)) for k, v in p["environment"].items())
+    env.update(LANG="C.UTF-8", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1")
     if p["api_key"]:
         env["OPENAI_API_KEY"] = p["api_key"]
     files = {}
@@ -245,10 +261,12 @@ def main():
         decode_tokens_per_second=single["client"]["decode_tokens_per_second"],
         acceptance_length=(single["speculative"] or {}).get("acceptance_length"),
         speedup=verdict["speedup"],
+        baseline_tokens_per_second=p["baseline_tokens_per_second"],
         notes=verdict["notes"],
     )
     if not verdict["passed"]:
-        module.fail_json(changed=False, status="failed", reason=verdict["reason"], msg=verdict["msg"], **summary)
+        module.fail_json(changed=False, status="failed", reason=verdict["reason"], msg=verdict["msg"],
+                         detail=verdict["msg"], hint=verdict["hint"], **summary)
     module.exit_json(changed=False, status="passed", reason="", msg=verdict["msg"], **summary)
 
 

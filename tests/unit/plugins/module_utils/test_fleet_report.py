@@ -5,10 +5,11 @@ from __future__ import annotations
 from ansible_collections.llmops.vllm.plugins.module_utils.fleet_report import rows, table
 
 READY = {"status": "ready", "reason": "ready", "elapsed": 41.27, "restarted": True, "restart_reasons": ["unit changed"],
-         "rolled_back": False, "drained": 3, "version": "0.32.0", "endpoint": "http://gpu-node-1:8000"}
+         "rolled_back": False, "drained": 3, "version": "0.32.0", "endpoint": "http://gpu-node-1:8000",
+         "bench": {"decode_tokens_per_second": 181.234, "acceptance_length": 3.456}}
 KEPT = {"status": "ready", "reason": "ready", "elapsed": 0.02, "restarted": False, "version": "0.32.0"}
 FAILED = {"status": "failed", "reason": "out_of_memory", "elapsed": 12.0, "restarted": True, "rolled_back": True,
-          "version": "0.32.0", "hint": "lower --kv-cache-memory-bytes"}
+          "version": "0.32.0", "hint": "lower --kv-cache-memory-bytes", "bench": {}}
 
 
 def test_a_row_per_host_in_the_group_order():
@@ -19,9 +20,12 @@ def test_a_row_per_host_in_the_group_order():
         ("gpu-node-4", "no result", 0.0, 0)]
     assert report[3]["reason"] == "unreachable, or failed before its server started"
     lines = table(report)
-    assert lines[0].split() == ["host", "status", "reason", "vLLM", "restarted", "s", "to", "ready", "drained", "hint"]
-    assert lines[1].split() == ["gpu-node-1", "ready", "0.32.0", "yes", "41.3", "3"]
-    assert lines[2].split() == ["gpu-node-2", "ready", "0.32.0", "no", "-", "0"]
+    assert lines[0].split() == ["host", "status", "reason", "vLLM", "restarted", "s", "to", "ready", "drained", "tok/s",
+                                "accept", "len", "hint"]
+    assert lines[1].split() == ["gpu-node-1", "ready", "0.32.0", "yes", "41.3", "3", "181.23", "3.46"]
+    # Not restarted: not measured either.
+    assert lines[2].split() == ["gpu-node-2", "ready", "0.32.0", "no", "-", "0", "-", "-"]
+    assert (report[0]["tokens_per_second"], report[0]["acceptance_length"]) == (181.234, 3.456)
     assert lines[3].split()[:6] == ["gpu-node-3", "failed", "out_of_memory", "0.32.0", "rolled", "back"]
     assert lines[3].endswith("lower --kv-cache-memory-bytes")
     assert lines[0].index("status") == lines[1].index("ready") == lines[3].index("failed")   # fixed-width columns

@@ -10,6 +10,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.vllm_bench import (
     client_figures,
     counters,
     evaluate,
+    figures,
     measure,
     other_traffic,
     speculative_figures,
@@ -123,7 +124,7 @@ def test_measure_reads_the_counters_around_each_run():
 def test_every_gate_passes():
     verdict = evaluate([run(decode_ms=10.0, spec=spec(3.0))], {
         "min_decode_tokens_per_second": 90, "min_acceptance_length": 2.5, "baseline_tokens_per_second": 73.5, "min_speedup": 1.3})
-    assert verdict == {"passed": True, "reason": None, "speedup": 1.361, "notes": [], "msg": "every gate passed"}
+    assert verdict == {"passed": True, "reason": None, "speedup": 1.361, "notes": [], "hint": "", "msg": "every gate passed"}
 
 
 @pytest.mark.parametrize("gates, words", [
@@ -134,6 +135,7 @@ def test_a_slow_server_is_too_slow_with_its_figures(gates, words):
     verdict = evaluate([run(decode_ms=10.0, spec=spec(3.0))], gates)
     assert not verdict["passed"] and verdict["reason"] == "too_slow"
     assert all(word in verdict["msg"] for word in words), verdict["msg"]
+    assert "num_speculative_tokens" in verdict["hint"]
 
 
 def test_low_acceptance_is_its_own_reason():
@@ -173,3 +175,16 @@ def test_the_gates_read_the_single_stream_run():
 def test_a_benchmark_that_completed_nothing_fails_as_such():
     verdict = evaluate([run(completed=0)], {})
     assert verdict["reason"] == "bench_failed"
+
+
+def test_a_deploy_keeps_the_figures_of_a_measured_run_and_nothing_of_a_skipped_one():
+    result = {"status": "failed", "runs": [run(spec=spec(1.5)), run(concurrency=4)], "decode_tokens_per_second": 100.0,
+              "acceptance_length": 1.5, "speedup": None, "notes": ["n"], "changed": False, "invocation": {}}
+    result["runs"][0]["speculative"]["per_position_acceptance"] = [0.3, 0.2]
+    kept = figures(result)
+    assert kept["status"] == "failed" and kept["decode_tokens_per_second"] == 100.0 and kept["acceptance_length"] == 1.5
+    assert kept["output_tokens_per_second"] == {"1": 90.0, "4": 90.0}
+    assert kept["per_position_acceptance"] == [0.3, 0.2] and kept["notes"] == ["n"]
+    assert "invocation" not in kept
+    assert figures({"skipped": True, "changed": False}) == {} == figures(None)
+    assert figures({"failed": True, "msg": "the unit did not start"}) == {}

@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The speed report of one deploy, on the controller: a JSON file per measured host, a Markdown table, a chart.
+
+The rows are the fleet report's (module_utils/fleet_report), whose ``bench`` holds what vllm_bench measured on the
+server the deploy started. Hosts the deploy did not restart were not measured; they are listed, without figures.
+"""
+
+from __future__ import annotations
+
+
+def _number(value, digits=2):
+    return "-" if value is None else "%.*f" % (digits, value)
+
+
+def measured(rows):
+    return [row for row in rows if row.get("bench")]
+
+
+def baseline_of(rows):
+    """The baseline the measured hosts were gated against (the first one set), or None."""
+    return next((row["bench"]["baseline_tokens_per_second"] for row in measured(rows)
+                 if row["bench"].get("baseline_tokens_per_second")), None)
+
+
+def host_record(row, run_id):
+    """What one host's JSON file holds."""
+    return {"run": run_id, "host": row["host"], "status": row["status"], "reason": row.get("reason", ""),
+            "version": row.get("version", ""), "endpoint": row.get("endpoint", ""), "bench": row["bench"]}
+
+
+def markdown(rows, run_id, baseline=None):
+    """The report's Markdown: one line per host of the fleet, the measured ones with their figures."""
+    concurrencies = sorted({int(c) for row in measured(rows) for c in row["bench"].get("output_tokens_per_second", {})} - {1})
+    head = ["host", "status", "decode tok/s (1 stream)"]
+    head += ["speed-up over %s tok/s" % _number(baseline, 1)] if baseline else []
+    head += ["aggregate tok/s at %d" % c for c in concurrencies]
+    head += ["acceptance length", "per-position acceptance", "notes"]
+    lines = ["# Speed report %s" % run_id, ""]
+    lines += ["Measured with `vllm bench serve` of each host's own venv; acceptance from the server's counters.", ""]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        bench = row.get("bench") or {}
+        status = row["status"] + (" (%s)" % row["reason"] if row.get("reason") and row["reason"] != row["status"] else "")
+        if not bench:
+            cells = [row["host"], status, "not measured (not restarted by this deploy)" if row["status"] == "ready" else "-"]
+            cells += [""] * (len(head) - len(cells))
+        else:
+            per_position = bench.get("per_position_acceptance") or []
+            cells = [row["host"], status, _number(bench.get("decode_tokens_per_second"))]
+            cells += [_number(bench.get("speedup")) + "x" if bench.get("speedup") is not None else "-"] if baseline else []
+            cells += [_number(bench.get("output_tokens_per_second", {}).get(str(c))) for c in concurrencies]
+            cells += [_number(bench.get("acceptance_length")),
+                      " / ".join("%.0f%%" % (100 * rate) for rate in per_position) if per_position else "-",
+                      "; ".join(bench.get("notes") or [])]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def chart(rows, run_id, path, baseline=None):
+    """A PNG: per-host single-stream tok/s against the baseline, and per-position acceptance per host.
+
+    Returns None when drawn, else why not (matplotlib is a controller requirement of the chart alone).
+    """
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        from matplotlib import pyplot
+    except ImportError as e:
+        return "no chart: matplotlib is not installed for the controller's Python (%s)" % e
+    hosts = measured(rows)
+    figure, (speed, acceptance) = pyplot.subplots(1, 2, figsize=(11, 4.2))
+    names = [row["host"] for row in hosts]
+    speeds = [row["bench"].get("decode_tokens_per_second") or 0 for row in hosts]
+    colours = ["tab:green" if row["status"] == "ready" else "tab:red" for row in hosts]
+    speed.bar(names, speeds, color=colours)
+    if baseline:
+        speed.axhline(baseline, color="black", linestyle="--", label="baseline %.1f tok/s" % baseline)
+        speed.legend(loc="lower right")
+    speed.set_ylabel("single-stream decode tok/s")
+    speed.set_title("Speed per host")
+    speed.tick_params(axis="x", labelrotation=20)
+    positions = max([len(row["bench"].get("per_position_acceptance") or []) for row in hosts] + [1])
+    acceptance.set_xticks(range(1, positions + 1))
+    drawn = False
+    for row in hosts:
+        rates = row["bench"].get("per_position_acceptance") or []
+        if rates:
+            acceptance.plot(range(1, len(rates) + 1), [100 * rate for rate in rates], marker="o", label=row["host"])
+            drawn = True
+    acceptance.set_xlabel("draft position")
+    acceptance.set_ylabel("accepted (%)")
+    acceptance.set_ylim(0, 105)
+    acceptance.set_title("Per-position acceptance" if drawn else "No speculative decoding counters")
+    if drawn:
+        acceptance.legend(loc="upper right")
+    figure.suptitle("vLLM deploy %s" % run_id)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
+    return None

@@ -1,0 +1,57 @@
+"""The speed report of a deploy: a file per measured host, a Markdown table of the fleet, a chart."""
+
+from __future__ import annotations
+
+import struct
+
+from ansible_collections.llmops.vllm.plugins.module_utils.bench_report import baseline_of, chart, host_record, markdown, measured
+
+FAST = {"host": "gpu-node-1", "status": "ready", "reason": "ready", "version": "0.20.2", "endpoint": "http://gpu-node-1:8000",
+        "bench": {"decode_tokens_per_second": 181.234, "output_tokens_per_second": {"1": 170.0, "8": 912.5},
+                  "acceptance_length": 3.456, "per_position_acceptance": [0.94, 0.85, 0.667], "speedup": 2.466,
+                  "baseline_tokens_per_second": 73.5, "notes": [], "runs": []}}
+SLOW = {"host": "gpu-node-2", "status": "failed", "reason": "low_acceptance", "version": "0.20.2", "endpoint": "",
+        "bench": {"decode_tokens_per_second": 60.0, "output_tokens_per_second": {"1": 58.0}, "acceptance_length": 1.02,
+                  "per_position_acceptance": [0.02, 0.0, 0.0], "speedup": 0.816, "baseline_tokens_per_second": 73.5,
+                  "notes": ["a | note"], "runs": []}}
+KEPT = {"host": "gpu-node-3", "status": "ready", "reason": "ready", "version": "0.20.2", "endpoint": "", "bench": {}}
+
+
+def test_only_measured_hosts_get_a_file_and_the_baseline_is_the_gates():
+    assert [row["host"] for row in measured([FAST, SLOW, KEPT])] == ["gpu-node-1", "gpu-node-2"]
+    assert baseline_of([KEPT, FAST]) == 73.5 and baseline_of([KEPT]) is None
+    record = host_record(FAST, "20261201T180000Z")
+    assert record["run"] == "20261201T180000Z" and record["bench"]["acceptance_length"] == 3.456
+
+
+def test_the_markdown_table_has_every_host_with_its_figures():
+    text = markdown([FAST, SLOW, KEPT], "20261201T180000Z", 73.5)
+    lines = text.splitlines()
+    assert lines[0] == "# Speed report 20261201T180000Z"
+    header = next(line for line in lines if line.startswith("| host"))
+    assert header == ("| host | status | decode tok/s (1 stream) | speed-up over 73.5 tok/s | aggregate tok/s at 8 | "
+                      "acceptance length | per-position acceptance | notes |")
+    rows = [line for line in lines if line.startswith("| gpu-node")]
+    assert rows[0] == "| gpu-node-1 | ready | 181.23 | 2.47x | 912.50 | 3.46 | 94% / 85% / 67% |  |"
+    assert rows[1].startswith("| gpu-node-2 | failed (low_acceptance) | 60.00 | 0.82x | - | 1.02 | 2% / 0% / 0% | a \\| note |")
+    assert rows[2].startswith("| gpu-node-3 | ready | not measured (not restarted by this deploy) |")
+    assert all(row.count(" | ") == header.count(" | ") for row in rows)
+
+
+def test_without_a_baseline_there_is_no_speed_up_column():
+    assert "speed-up" not in markdown([FAST], "r")
+
+
+def test_the_chart_is_a_png(tmp_path):
+    path = tmp_path / "report.png"
+    assert chart([FAST, SLOW, KEPT], "20261201T180000Z", str(path), 73.5) is None
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (1100, 420)
+
+
+def test_a_chart_without_speculative_figures_still_draws(tmp_path):
+    plain = dict(FAST, bench=dict(FAST["bench"], per_position_acceptance=[], acceptance_length=None))
+    assert chart([plain], "r", str(tmp_path / "report.png")) is None
+    assert (tmp_path / "report.png").stat().st_size > 1000
