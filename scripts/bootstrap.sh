@@ -69,9 +69,20 @@ if [[ ! -f "$MODELS/.complete" ]]; then
 fi
 "$ROOT/scripts/base-image.sh"
 
+# promtool from the distribution's Prometheus package, unpacked, not installed (no daemon): the tests check the
+# fleet's service-discovery file with it.
+if [[ ! -x "$PROMTOOL" ]]; then
+  log "promtool from the prometheus package in ${PROMTOOL%/usr/bin/promtool}"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && apt-get download -q prometheus >/dev/null 2>&1) || { apt-get update -q && (cd "$tmp" && apt-get download -q prometheus); }
+  rm -rf "${PROMTOOL%/usr/bin/promtool}"
+  dpkg-deb -x "$tmp"/prometheus_*.deb "${PROMTOOL%/usr/bin/promtool}"
+  rm -rf "$tmp"
+fi
+
 # Drop what older versions of these files left in the cache.
-for old in "$CACHE"/venv-tools-* "$CACHE"/models-*; do
-  [[ "$old" == "$TOOLS_VENV" || "$old" == "$MODELS" ]] || rm -rf "$old"
+for old in "$CACHE"/venv-tools-* "$CACHE"/models-* "$CACHE"/prometheus-*; do
+  [[ "$old" == "$TOOLS_VENV" || "$old" == "$MODELS" || "$old" == "${PROMTOOL%/usr/bin/promtool}" ]] || rm -rf "$old"
 done
 docker images --format '{{.Repository}}:{{.Tag}}' "${BASE_IMAGE%%:*}" | grep -vxF "$BASE_IMAGE" \
   | xargs -r docker rmi >/dev/null 2>&1 || true

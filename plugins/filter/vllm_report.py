@@ -1,11 +1,13 @@
-"""The filters that turn each host's vllm_server_result into the fleet report (``module_utils/fleet_report``)."""
+"""The filters that turn each host's vllm_server_result into the fleet report (``module_utils/fleet_report``), the
+speed figures a deploy keeps (``module_utils/vllm_bench``) and the Prometheus targets (``module_utils/prometheus_targets``)."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.llmops.vllm.plugins.module_utils import fleet_report, vllm_bench
+from ansible_collections.llmops.vllm.plugins.module_utils import fleet_report, prometheus_targets, vllm_bench
 
 
 def _facts(hostvars: Mapping[str, Any], host: str) -> Mapping[str, Any]:
@@ -38,9 +40,26 @@ def vllm_bench_figures(result: Any) -> dict[str, Any]:
     return vllm_bench.figures(dict(result) if isinstance(result, Mapping) else None)
 
 
+def vllm_prometheus_targets(hosts: list[str], hostvars: Mapping[str, Any], previous: Any = None) -> list[dict[str, Any]]:
+    servers = []
+    for host in hosts:
+        facts = _facts(hostvars, host)
+        result = facts.get("vllm_server_result")
+        result = dict(result) if isinstance(result, Mapping) else {}
+        # The drafter by its checkpoint's name: the directory vLLM is given is the collection's render directory.
+        drafter = posixpath.basename(str(facts.get("vllm_drafter_dir") or "").rstrip("/")) if result.get("speculative_method") else ""
+        servers.append(dict(result, host=host, drafter=drafter))
+    return prometheus_targets.entries(servers, previous if isinstance(previous, list) else None)
+
+
+def vllm_prometheus_problems(data: Any) -> list[str]:
+    return prometheus_targets.problems(data)
+
+
 class FilterModule:
     """Deploy report filters."""
 
     def filters(self):
         return {"vllm_fleet_report": vllm_fleet_report, "vllm_rollout_failed": vllm_rollout_failed,
-                "vllm_rollout_stopped_by": vllm_rollout_stopped_by, "vllm_bench_figures": vllm_bench_figures}
+                "vllm_rollout_stopped_by": vllm_rollout_stopped_by, "vllm_bench_figures": vllm_bench_figures,
+                "vllm_prometheus_targets": vllm_prometheus_targets, "vllm_prometheus_problems": vllm_prometheus_problems}
