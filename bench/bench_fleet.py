@@ -86,6 +86,20 @@ def rollouts(recorded: list[dict], requests: list[dict], host_every: float) -> l
     return out
 
 
+def gate_rows(scenario: str, recorded: list[dict]) -> list[dict]:
+    """The speed gate of every start the scenario's deploys made: its figures and what it added to the rollout."""
+    out = []
+    for p in recorded:
+        for row in p["report"]:
+            bench = row.get("bench") or {}
+            if row["restarted"] and bench.get("elapsed") is not None:
+                out.append({"scenario": scenario, "phase": p["phase"], "host": row["host"], "status": row["status"],
+                            "reason": row["reason"], "tok_s": bench.get("decode_tokens_per_second"),
+                            "acceptance_length": bench.get("acceptance_length"), "gate_s": bench["elapsed"],
+                            "ready_s": row["seconds"]})
+    return out
+
+
 def table(rows: list[list], header: list[str]) -> str:
     cells = [header] + [[str(c) for c in row] for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
@@ -123,6 +137,13 @@ def main() -> int:
     change = next(r for r in rolled if r["phase"] == "change")
     print(table([[h, change["down_s"][h], change["ready_s"][h], change["drained"][h]] for h in change["restarted"]],
                 ["host", "down s", "to ready s", "drained"]))
+    gates = gate_rows("1 host", one) + gate_rows("3 hosts", three)
+    print("\nSpeed gate after each start (vllm_bench: vllm bench serve of the serving venv, then the gates): "
+          "single-stream decode tok/s, mean acceptance length, the gate's seconds against the seconds to ready")
+    print(table([[g["scenario"], g["phase"], g["host"], g["status"] if g["reason"] in ("", g["status"]) else g["reason"],
+                  g["tok_s"], g["acceptance_length"], g["gate_s"], g["ready_s"],
+                  "%.0f%%" % (100 * g["gate_s"] / g["ready_s"]) if g["ready_s"] else "-"] for g in gates],
+                ["scenario", "phase", "host", "outcome", "tok/s", "accept len", "gate s", "to ready s", "gate / ready"]))
     print("\nBytes each host received / sent (its eth0) during the first deploy and the no-op re-run; the "
           "controller sends the packed wheelhouse once per host, no host downloads from an index")
     print(table([[h, first_bytes[h]["rx"], first_bytes[h]["tx"], noop_bytes[h]["rx"], noop_bytes[h]["tx"]]
@@ -137,7 +158,7 @@ def main() -> int:
     misses += ["%s: %d request(s) failed on hosts not restarted" % (r["phase"], r["untouched_failed"])
                for r in rolled if r["untouched_failed"]]
     if args.json:
-        args.json.write_text(json.dumps({"deploys": times, "rollouts": rolled, "first_deploy_bytes": first_bytes,
+        args.json.write_text(json.dumps({"deploys": times, "rollouts": rolled, "gates": gates, "first_deploy_bytes": first_bytes,
                                          "noop_bytes": noop_bytes, "wheelhouse_bytes": wheelhouse_bytes}, indent=2))
     print("\n" + ("\n".join("MISSED: " + m for m in misses) if misses else "all goals met"))
     return 1 if misses else 0

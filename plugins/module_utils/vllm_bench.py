@@ -225,5 +225,6 @@ def figures(result):
         "speedup": result.get("speedup"),
         "baseline_tokens_per_second": result.get("baseline_tokens_per_second"),
         "notes": list(result.get("notes") or []),
+        "elapsed": result.get("elapsed"),
         "runs": result["runs"],
     }

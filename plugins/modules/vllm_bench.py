@@ -154,6 +154,10 @@ baseline_tokens_per_second:
   description: O(baseline_tokens_per_second), as given.
   returned: always
   type: float
+elapsed:
+  description: Seconds the module took, warm-up included (what the gate adds to a host's rollout).
+  returned: success or a failed gate
+  type: float
 notes:
   description: What the figures cannot show (a gate that cannot apply, a run other traffic reached, a drafter
     that is almost never accepted with no acceptance gate set).
@@ -165,6 +169,7 @@ notes:
 import json
 import os
 import pwd
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -203,6 +208,7 @@ def main():
     if module.check_mode:
         module.exit_json(changed=False, status="skipped", reason="", notes=["check mode: nothing was measured"], **empty)
 
+    started = time.monotonic()
     base = http_probe.url_beside(p["url"], "/health")[:-len("/health")]
     headers = {"Authorization": "Bearer %s" % p["api_key"]} if p["api_key"] else {}
     concurrency = sorted(set(p["concurrency"]) | {1})
@@ -263,6 +269,7 @@ def main():
         speedup=verdict["speedup"],
         baseline_tokens_per_second=p["baseline_tokens_per_second"],
         notes=verdict["notes"],
+        elapsed=round(time.monotonic() - started, 2),
     )
     if not verdict["passed"]:
         module.fail_json(changed=False, status="failed", reason=verdict["reason"], msg=verdict["msg"],

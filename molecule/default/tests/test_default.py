@@ -138,3 +138,52 @@ def test_idempotent_converge_kept_the_same_server_process(host):
     history = host.file("/run/molecule-mainpid-history").content_string.split()
     assert len(history) >= 2
     assert history[-1] == history[-2] != "0"
+
+
+RECORD = os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "") + "-record"
+
+
+def recorded_deploys():
+    with open(RECORD + "/phases.jsonl") as fh:
+        return [json.loads(line) for line in fh if line.strip() and json.loads(line)["phase"] == "deploy"]
+
+
+def test_the_first_deploy_measured_its_new_server_and_the_no_op_run_did_not():
+    first, noop = recorded_deploys()[:2]
+    bench = first["report"][0]["bench"]
+    assert bench["status"] == "passed" and bench["decode_tokens_per_second"] > 0
+    # DFlash with 4 speculative tokens: 1 (nothing accepted) to 5 (every draft accepted).
+    assert 1.0 <= bench["acceptance_length"] <= 5.0 and len(bench["per_position_acceptance"]) == 4
+    assert bench["elapsed"] > 0
+    assert noop["report"][0]["bench"] == {} and not noop["report"][0]["restarted"]
+
+
+def test_the_speed_report_of_the_first_deploy_is_on_the_controller():
+    runs = sorted(os.listdir(RECORD + "/speed"))
+    assert len(runs) == 1, runs        # the no-op re-run measured nothing, so it wrote nothing
+    directory = RECORD + "/speed/" + runs[0]
+    assert sorted(os.listdir(directory)) == ["report.md", "report.png", "vllm-molecule-1.json"]
+    with open(directory + "/vllm-molecule-1.json") as fh:
+        record = json.load(fh)
+    assert record["bench"] == recorded_deploys()[0]["report"][0]["bench"]
+    with open(directory + "/report.md") as fh:
+        table = [line for line in fh if line.startswith("| vllm-molecule-1 |")]
+    assert len(table) == 1 and "%.2f" % record["bench"]["acceptance_length"] in table[0]
+    with open(directory + "/report.png", "rb") as fh:
+        assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_prometheus_finds_the_server_in_the_targets_file(tmp_path):
+    import subprocess
+    config = tmp_path / "prometheus.yml"
+    config.write_text("scrape_configs:\n  - job_name: vllm\n    file_sd_configs:\n      - files: [%s/targets.json]\n" % RECORD)
+    promtool = os.environ["LLMOPS_PROMTOOL"]
+    checked = subprocess.run([promtool, "check", "config", str(config)], capture_output=True, text=True, timeout=60, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    found = subprocess.run([promtool, "check", "service-discovery", "--timeout=5s", str(config), "vllm"],
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert found.returncode == 0, found.stderr
+    (target,) = json.loads(found.stdout)
+    labels = {k: v for k, v in target["labels"].items() if not k.startswith("__")}
+    assert labels == {"instance": "vllm-molecule-1:8000", "job": "vllm", "host": "vllm-molecule-1", "model": MODEL,
+                      "vllm_version": "0.32.0", "speculative_method": "dflash", "drafter": "tiny-qwen3-dflash"}, labels
