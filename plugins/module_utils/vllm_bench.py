@@ -187,19 +187,16 @@ def evaluate(runs, gates):
         notes.append("the server made no draft during the run: no acceptance length to judge")
     else:
         length = spec["acceptance_length"]
-        verdict = None
-        if length < MISCONFIGURED_BELOW:
-            verdict = ("mean acceptance length %.2f: the drafter is almost never accepted, which is a drafter that "
-                       "does not match its target rather than a slow one. Likely causes: %s"
-                       % (length, "; ".join(MISCONFIGURED_CAUSES)))
-        elif wanted_length is not None and length < wanted_length:
-            verdict = "mean acceptance length %.2f is below min_acceptance_length %s" % (length, wanted_length)
-        # Without a gate a misconfigured drafter is said, not failed: the deploy asked for no acceptance.
-        if verdict and wanted_length is not None and length < wanted_length:
-            failures.append(verdict)
+        misconfigured = ("the drafter is almost never accepted, which is a drafter that does not match its target "
+                         "rather than a slow one. Likely causes: %s" % "; ".join(MISCONFIGURED_CAUSES)
+                         if length < MISCONFIGURED_BELOW else "")
+        if wanted_length is not None and length < wanted_length:
+            failures.append("mean acceptance length %.2f is below min_acceptance_length %s%s"
+                            % (length, wanted_length, ": " + misconfigured if misconfigured else ""))
             reason = reason or "low_acceptance"
-        elif verdict:
-            notes.append(verdict)
+        elif misconfigured:
+            # Without an acceptance gate it is said, not failed: the deploy asked for no acceptance.
+            notes.append("mean acceptance length %.2f: %s" % (length, misconfigured))
 
     mixed = [run["concurrency"] for run in runs if run["other_requests"] > 0]
     if mixed:

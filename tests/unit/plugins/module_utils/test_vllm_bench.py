@@ -148,10 +148,13 @@ def test_an_almost_never_accepted_drafter_is_called_misconfigured_not_slow():
     length = MISCONFIGURED_BELOW - 0.05
     verdict = evaluate([run(spec=spec(length))], {"min_acceptance_length": 1.5})
     assert verdict["reason"] == "low_acceptance"
+    assert verdict["msg"].startswith("mean acceptance length 1.05 is below min_acceptance_length 1.5: the drafter is almost")
     assert "does not match its target" in verdict["msg"] and "target_layer_ids" in verdict["msg"]
     # No acceptance gate: said, not failed.
     ungated = evaluate([run(spec=spec(length))], {})
-    assert ungated["passed"] and "does not match its target" in ungated["notes"][0]
+    assert ungated["passed"] and ungated["notes"][0].startswith("mean acceptance length 1.05: the drafter is almost")
+    # Above the misconfigured mark but below the gate: only the gate speaks.
+    assert "does not match" not in evaluate([run(spec=spec(1.6))], {"min_acceptance_length": 2.0})["msg"]
 
 
 def test_without_speculative_decoding_the_acceptance_gate_explains_it_cannot_apply():
