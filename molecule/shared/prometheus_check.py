@@ -1,0 +1,22 @@
+"""What Prometheus finds in a deploy's targets file: the distribution's promtool checks the config that names it,
+then runs its file-based discovery (both scenarios' verify use it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+
+def discovered(targets: Path, work: Path) -> list[dict]:
+    """The labels of every target Prometheus discovers in ``targets`` (``__``-prefixed ones left out)."""
+    config = work / "prometheus.yml"
+    config.write_text("scrape_configs:\n  - job_name: vllm\n    file_sd_configs:\n      - files: [%s]\n" % targets)
+    promtool = os.environ["LLMOPS_PROMTOOL"]
+    checked = subprocess.run([promtool, "check", "config", str(config)], capture_output=True, text=True, timeout=60, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    found = subprocess.run([promtool, "check", "service-discovery", "--timeout=5s", str(config), "vllm"],
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert found.returncode == 0, found.stderr
+    return [{k: v for k, v in target["labels"].items() if not k.startswith("__")} for target in json.loads(found.stdout)]
