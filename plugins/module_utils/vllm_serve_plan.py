@@ -204,8 +204,8 @@ def server_urls(host, port, public_name):
     wildcard = host in http_probe.WILDCARD_HOSTS
     probe = "127.0.0.1" if wildcard else ("[%s]" % host if ":" in host and not host.startswith("[") else host)
     address = public_name if wildcard else probe
-    return {"health_url": "http://%s:%s/health" % (probe, port), "endpoint": "http://%s:%s" % (address, port),
-            "address": address.strip("[]"), "port": int(port)}
+    return {"health_url": "http://%s:%s/health" % (probe, port), "local_url": "http://%s:%s" % (probe, port),
+            "endpoint": "http://%s:%s" % (address, port), "address": address.strip("[]"), "port": int(port)}
 
 
 def _gpu_problems(reads, tp):

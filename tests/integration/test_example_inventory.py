@@ -122,3 +122,25 @@ def test_systemd_accepts_the_unit(rendered: Path, tmp_path: Path):
     proc = subprocess.run(["systemd-analyze", "verify", "--man=no", str(unit)], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ExecStart" not in proc.stderr
+
+
+def test_the_service_restarts_after_any_exit_within_a_start_limit(rendered: Path):
+    unit = (rendered / "gpu-node-1.service").read_text()
+    assert "Restart=always" in unit and "StartLimitBurst=3" in unit and "StartLimitIntervalSec=300" in unit
+    assert "After=network-online.target nvidia-persistenced.service" in unit
+
+
+def test_systemd_accepts_the_watchdog_and_log_rotation_units(rendered: Path, tmp_path: Path):
+    names = ["vllm-watchdog.service", "vllm-watchdog.timer", "vllm-logrotate.service", "vllm-logrotate.timer"]
+    for name in names:
+        # The logrotate binary may be absent where the tests run: a stub that exists stands in.
+        text = (rendered / ("gpu-node-1-" + name)).read_text().replace("/usr/sbin/logrotate", "/bin/true")
+        (tmp_path / name).write_text(text)
+    proc = subprocess.run(["systemd-analyze", "verify", "--man=no", *[str(tmp_path / n) for n in names]],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    watchdog = (rendered / "gpu-node-1-vllm-watchdog.service").read_text()
+    assert f"--url http://127.0.0.1:8000 --model {MODELS}/Qwen3.6-27B " in re.sub(r"\\\n\s*", "", watchdog)
+    assert "EnvironmentFile=-/etc/vllm/vllm.env" in watchdog
+    rotation = (rendered / "gpu-node-1-vllm-logrotate.conf").read_text()
+    assert "/var/log/vllm/vllm.log {" in rotation and "copytruncate" in rotation and "maxsize 100M" in rotation

@@ -195,4 +195,5 @@ def test_listening_beyond_loopback_without_a_key_warns_or_fails():
 def test_the_health_url_and_the_endpoint(host, health, endpoint):
     urls = server_urls(host, 8000, "gpu-node-1")
     assert (urls["health_url"], urls["endpoint"], urls["port"]) == (health, endpoint, 8000)
+    assert urls["local_url"] + "/health" == health
     assert "http://" + ("[%s]" % urls["address"] if ":" in urls["address"] else urls["address"]) + ":8000" == endpoint

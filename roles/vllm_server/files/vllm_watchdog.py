@@ -1,0 +1,174 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Liveness watchdog of one vLLM systemd unit, run by a timer (one probe per run; standard library only).
+
+/health answers 200 while the engine is hung (a stopped EngineCore: 2 ms), so the probe is what a client does: a
+1-token completion with a short deadline. After ``--failures`` failed probes in a row the engine is killed
+(SIGKILL to the unit's processes: a hung engine cannot drain) and systemd's Restart= starts it again; why is
+written to the journal (this unit's output). It never acts on a server still starting (no probe has succeeded
+since its MainPID started: vllm_wait decides that start), on one a deploy is rolling (its lock file, younger than
+``--lock-max-age``), or on a unit that is not active (systemd's Restart= and start limit decide that).
+
+Each run also writes the host's state as a node_exporter textfile (atomically): up, restarts by cause, the last
+probe's latency, the consecutive failures, the watchdog's restarts, and a failed unit's result (start-limit-hit
+after a crash loop).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+SHOW = ("ActiveState", "SubState", "Result", "MainPID", "NRestarts")
+
+
+def unit_state(unit):
+    out = subprocess.run(["systemctl", "show", unit, "-p", ",".join(SHOW)], capture_output=True, text=True,
+                         check=False).stdout
+    state = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    return {"active": state.get("ActiveState", ""), "sub": state.get("SubState", ""), "result": state.get("Result", ""),
+            "pid": int(state.get("MainPID") or 0), "nrestarts": int(state.get("NRestarts") or 0)}
+
+
+def probe(url, model, deadline, api_key=""):
+    """(ok, seconds, why): one 1-token completion."""
+    body = json.dumps({"model": model, "prompt": "ping", "max_tokens": 1, "temperature": 0}).encode()
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = "Bearer " + api_key
+    started = time.monotonic()
+    try:
+        request = urllib.request.Request(url.rstrip("/") + "/v1/completions", body, headers)
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=deadline) as answer:
+            answer.read()
+        return True, time.monotonic() - started, ""
+    except urllib.error.HTTPError as e:
+        return False, time.monotonic() - started, "HTTP %d" % e.code
+    except (OSError, ValueError) as e:
+        reason = getattr(e, "reason", e)
+        return False, time.monotonic() - started, "timeout after %g s" % deadline if "timed out" in str(reason) else str(reason)
+
+
+def decide(state, unit, lock_age, failures_allowed, lock_max_age, result=None):
+    """The next state and the action: 'probe' (the caller probes, then calls again with ``result``), 'kill', or
+    None. ``state`` is the saved one; ``unit`` what systemctl shows now; ``lock_age`` the rollout lock's age in
+    seconds or None; ``result`` (ok, seconds, why) of this run's probe."""
+    state = dict(state)
+    # systemd's own restarts after an exit; the one right after the watchdog's kill is the watchdog's.
+    new = max(0, unit["nrestarts"] - state.get("seen_nrestarts", unit["nrestarts"]))
+    if unit["nrestarts"] < state.get("seen_nrestarts", 0):   # a manual start reset the counter
+        new = 0
+    if new and state.get("killed"):
+        new -= 1
+        state["killed"] = False
+    state["exit_restarts"] = state.get("exit_restarts", 0) + new
+    state["seen_nrestarts"] = unit["nrestarts"]
+    state["unit"] = {k: unit[k] for k in ("active", "sub", "result")}
+    if unit["active"] != "active" or unit["sub"] != "running":
+        state.update(up=False, failures=0, note="not running: %s/%s" % (unit["active"], unit["sub"]))
+        return state, None
+    if unit["pid"] != state.get("pid"):
+        # A new server process: it counts as started once a probe has succeeded.
+        state.update(pid=unit["pid"], started=False, failures=0)
+    if lock_age is not None and lock_age < lock_max_age:
+        state.update(note="a deploy is rolling this host")
+        return state, None
+    if result is None:
+        return state, "probe"
+    ok, seconds, why = result
+    state["latency"] = round(seconds, 3)
+    if ok:
+        state.update(up=True, started=True, failures=0, note="")
+        return state, None
+    state["up"] = False
+    if not state.get("started"):
+        state["note"] = "starting: no probe has succeeded since pid %d started (%s)" % (unit["pid"], why)
+        return state, None
+    state["failures"] = state.get("failures", 0) + 1
+    state["note"] = "probe failed %d time(s) in a row: %s" % (state["failures"], why)
+    if state["failures"] < failures_allowed:
+        return state, None
+    state.update(failures=0, started=False, killed=True, watchdog_restarts=state.get("watchdog_restarts", 0) + 1)
+    return state, "kill"
+
+
+def textfile(state, service):
+    """The node_exporter textfile for the state."""
+    label = 'service="%s"' % service
+    unit = state.get("unit", {})
+    lines = [
+        "# HELP vllm_up 1 when the last liveness probe (a 1-token completion) succeeded.",
+        "# TYPE vllm_up gauge",
+        "vllm_up{%s} %d" % (label, 1 if state.get("up") else 0),
+        "# HELP vllm_restarts_total Restarts of the server by cause: exit (systemd Restart= after the process ended), "
+        "watchdog (liveness probes failed).",
+        "# TYPE vllm_restarts_total counter",
+        'vllm_restarts_total{%s,cause="exit"} %d' % (label, state.get("exit_restarts", 0)),
+        'vllm_restarts_total{%s,cause="watchdog"} %d' % (label, state.get("watchdog_restarts", 0)),
+        "# HELP vllm_liveness_latency_seconds Seconds the last liveness probe took.",
+        "# TYPE vllm_liveness_latency_seconds gauge",
+        "vllm_liveness_latency_seconds{%s} %s" % (label, state.get("latency", 0)),
+        "# HELP vllm_liveness_failures Liveness probes failed in a row.",
+        "# TYPE vllm_liveness_failures gauge",
+        "vllm_liveness_failures{%s} %d" % (label, state.get("failures", 0)),
+        "# HELP vllm_unit_failed 1 when the unit is in the failed state, with systemd's result (start-limit-hit: a crash loop).",
+        "# TYPE vllm_unit_failed gauge",
+        'vllm_unit_failed{%s,result="%s"} %d' % (label, unit.get("result", ""), 1 if unit.get("active") == "failed" else 0),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_atomically(path, text):
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--unit", required=True)
+    parser.add_argument("--url", required=True, help="the server's base URL")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--deadline", type=float, default=10.0)
+    parser.add_argument("--failures", type=int, default=3)
+    parser.add_argument("--state", required=True)
+    parser.add_argument("--lock", required=True)
+    parser.add_argument("--lock-max-age", type=float, default=3600.0)
+    parser.add_argument("--textfile", default="")
+    args = parser.parse_args(argv)
+
+    try:
+        with open(args.state) as fh:
+            saved = json.load(fh)
+    except (OSError, ValueError):
+        saved = {}
+    try:
+        lock_age = time.time() - os.stat(args.lock).st_mtime
+    except OSError:
+        lock_age = None
+    unit = unit_state(args.unit)
+    state, action = decide(saved, unit, lock_age, args.failures, args.lock_max_age)
+    if action == "probe":
+        state, action = decide(state, unit, lock_age, args.failures, args.lock_max_age,
+                               probe(args.url, args.model, args.deadline, os.environ.get("VLLM_API_KEY", "")))
+    if state.get("note"):
+        print(state["note"], flush=True)
+    if action == "kill":
+        print("killing %s (pid %d) so systemd starts it again: %d liveness probes failed in a row"
+              % (args.unit, unit["pid"], args.failures), flush=True)
+        subprocess.run(["systemctl", "kill", "--signal=SIGKILL", args.unit], check=False)
+    write_atomically(args.state, json.dumps(state))
+    if args.textfile and os.path.isdir(os.path.dirname(args.textfile)):
+        write_atomically(args.textfile, textfile(state, args.unit))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

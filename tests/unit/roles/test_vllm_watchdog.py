@@ -1,0 +1,109 @@
+"""The liveness watchdog's decisions (roles/vllm_server/files/vllm_watchdog.py), one probe per timer run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SPEC = importlib.util.spec_from_file_location(
+    "vllm_watchdog", Path(__file__).resolve().parents[3] / "roles" / "vllm_server" / "files" / "vllm_watchdog.py")
+watchdog = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(watchdog)
+
+RUNNING = {"active": "active", "sub": "running", "result": "success", "pid": 100, "nrestarts": 0}
+OK, FAILED = (True, 0.05, ""), (False, 10.0, "timeout after 10 s")
+
+
+def run(state, unit=None, result=None, lock_age=None, failures=3):
+    unit = unit or RUNNING
+    state, action = watchdog.decide(state, unit, lock_age, failures, 3600)
+    if action == "probe":
+        state, action = watchdog.decide(state, unit, lock_age, failures, 3600, result)
+    return state, action
+
+
+def state_after(state, **kwargs):
+    return run(state, **kwargs)[0]
+
+
+def test_a_server_that_answers_is_up_and_left_alone():
+    state, action = run({}, result=OK)
+    assert action is None and state["up"] and state["started"] and state["latency"] == 0.05
+
+
+def test_a_server_still_starting_is_never_acted_on():
+    state = {}
+    for dummy in range(10):
+        state, action = run(state, result=FAILED)
+        assert action is None
+    assert not state["started"] and state["note"].startswith("starting")
+
+
+def test_a_hung_engine_is_killed_after_the_allowed_failures_in_a_row():
+    state = state_after({}, result=OK)
+    actions = []
+    for dummy in range(3):
+        state, action = run(state, result=FAILED)
+        actions.append(action)
+    assert actions == [None, None, "kill"]
+    assert state["watchdog_restarts"] == 1 and state["killed"] and not state["started"]
+    # systemd starts it again: that restart is the watchdog's, not an exit's.
+    state = state_after(state, unit=dict(RUNNING, pid=200, nrestarts=1), result=FAILED)
+    assert state["exit_restarts"] == 0 and not state["killed"]
+
+
+def test_one_good_probe_resets_the_count():
+    state = state_after({}, result=OK)
+    for result in (FAILED, FAILED, OK, FAILED, FAILED):
+        state, action = run(state, result=result)
+        assert action is None
+    assert state["failures"] == 2
+
+
+def test_a_rolling_deploy_is_left_alone_until_its_lock_is_stale():
+    state = state_after({}, result=OK)
+    state["failures"] = 2
+    assert run(state, result=FAILED, lock_age=30)[1] is None
+    assert run(state, result=FAILED, lock_age=7200)[1] == "kill"
+
+
+def test_systemd_restarts_after_an_exit_are_counted_and_a_manual_start_resets_nothing():
+    state = state_after({}, result=OK)
+    state = state_after(state, unit=dict(RUNNING, pid=101, nrestarts=1), result=OK)
+    state = state_after(state, unit=dict(RUNNING, pid=102, nrestarts=2), result=OK)
+    assert state["exit_restarts"] == 2
+    # A deploy's start resets systemd's NRestarts to 0; the count here goes on.
+    state = state_after(state, unit=dict(RUNNING, pid=103, nrestarts=0), result=OK)
+    assert state["exit_restarts"] == 2
+
+
+def test_a_unit_that_is_not_running_is_systemds_to_handle():
+    failed = dict(RUNNING, active="failed", sub="failed", result="start-limit-hit", pid=0)
+    state, action = run({}, unit=failed)
+    assert action is None and not state["up"]
+    text = watchdog.textfile(state, "vllm")
+    assert 'vllm_unit_failed{service="vllm",result="start-limit-hit"} 1' in text
+    assert 'vllm_up{service="vllm"} 0' in text
+
+
+def test_the_textfile_is_prometheus_text_format():
+    state = state_after({}, result=OK)
+    text = watchdog.textfile(state, "vllm")
+    assert 'vllm_up{service="vllm"} 1' in text and 'vllm_restarts_total{service="vllm",cause="watchdog"} 0' in text
+    samples = [line for line in text.splitlines() if not line.startswith("#")]
+    assert all(len(line.split()) == 2 for line in samples)
+
+
+@pytest.mark.parametrize("delay, ok", [(0.0, True), (1.5, False)])
+def test_the_probe_is_a_completion_with_a_deadline(http_stub, delay, ok):
+    from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
+    http_stub.routes["/v1/completions"] = Route(body={"choices": [{"text": "x"}]}, delay=delay)
+    result = watchdog.probe(http_stub.url, "m", deadline=0.5, api_key="k")
+    assert result[0] is ok
+    assert ok or result[2] == "timeout after 0.5 s"
+    (request,) = http_stub.requests
+    assert json.loads(request.body) == {"model": "m", "prompt": "ping", "max_tokens": 1, "temperature": 0}
+    assert request.headers.get("Authorization") == "Bearer k"
