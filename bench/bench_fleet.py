@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import sys
 from pathlib import Path
 
@@ -111,6 +112,7 @@ def main() -> int:
     parser.add_argument("--default", type=Path, default=REPO / ".build/molecule/default-record")
     parser.add_argument("--fleet", type=Path, default=REPO / ".build/molecule/fleet-record")
     parser.add_argument("--host-every", type=float, default=4.0, help="the probe's seconds between requests to a host")
+    parser.add_argument("--watchdog-every", type=float, default=10.0, help="vllm_server_watchdog_interval of the run")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
@@ -144,6 +146,20 @@ def main() -> int:
                   g["tok_s"], g["acceptance_length"], g["gate_s"], g["ready_s"],
                   "%.0f%%" % (100 * g["gate_s"] / g["ready_s"]) if g["ready_s"] else "-"] for g in gates],
                 ["scenario", "phase", "host", "outcome", "tok/s", "accept len", "gate s", "to ready s", "gate / ready"]))
+    faults = [p for p in one if p["phase"] in ("engine killed", "engine hung", "rebooted")]
+    if faults:
+        print("\nFaults between deploys (1 host, no deploy run): from the fault (EngineCore SIGKILL, SIGSTOP, the "
+              "container restarted) to a completion answered again")
+        print(table([[p["phase"], round(p["end"] - p["start"], 1)] for p in faults], ["fault", "serving again after s"]))
+    cost = args.default / "watchdog-cost.txt"
+    if cost.exists():
+        runs = [float(m.group(1)) * (1000.0 if m.group(2) == "s" else 1.0)
+                for m in re.finditer(r"Consumed ([0-9.]+)(ms|s) CPU time", cost.read_text())]
+        if runs:
+            median = sorted(runs)[len(runs) // 2]
+            print("\nLiveness watchdog on the host (systemd's accounting of each run): %d runs, median %.0f ms CPU per "
+                  "run, %.1f s CPU per hour at one run every %g s" % (len(runs), median, median * 3600 / args.watchdog_every / 1000,
+                                                                      args.watchdog_every))
     print("\nBytes each host received / sent (its eth0) during the first deploy and the no-op re-run; the "
           "controller sends the packed wheelhouse once per host, no host downloads from an index")
     print(table([[h, first_bytes[h]["rx"], first_bytes[h]["tx"], noop_bytes[h]["rx"], noop_bytes[h]["tx"]]
@@ -158,8 +174,10 @@ def main() -> int:
     misses += ["%s: %d request(s) failed on hosts not restarted" % (r["phase"], r["untouched_failed"])
                for r in rolled if r["untouched_failed"]]
     if args.json:
-        args.json.write_text(json.dumps({"deploys": times, "rollouts": rolled, "gates": gates, "first_deploy_bytes": first_bytes,
-                                         "noop_bytes": noop_bytes, "wheelhouse_bytes": wheelhouse_bytes}, indent=2))
+        fault_seconds = [{"fault": p["phase"], "seconds": round(p["end"] - p["start"], 1)} for p in faults]
+        args.json.write_text(json.dumps({"deploys": times, "rollouts": rolled, "gates": gates, "faults": fault_seconds,
+                                         "first_deploy_bytes": first_bytes, "noop_bytes": noop_bytes,
+                                         "wheelhouse_bytes": wheelhouse_bytes}, indent=2))
     print("\n" + ("\n".join("MISSED: " + m for m in misses) if misses else "all goals met"))
     return 1 if misses else 0
 
