@@ -15,7 +15,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.vllm.plugins.module_utils import vllm_serve_plan
+from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe, vllm_serve_plan
 
 # Characters that need neither quotes nor escapes in an ExecStart= word
 # (``%`` is safe once doubled).
@@ -42,6 +42,13 @@ def vllm_serve_plan_filter(settings: Mapping[str, Any], reads: Mapping[str, Any]
 def vllm_server_urls(host: Any, port: Any, public_name: str) -> dict[str, str]:
     """The health URL this host probes and the endpoint clients use (module_utils/vllm_serve_plan)."""
     return vllm_serve_plan.server_urls(host, port, public_name)
+
+
+def vllm_liveness_probe(model: Any) -> dict[str, str]:
+    """The watchdog's and the front door's probe request of a server serving ``model`` (module_utils/liveness_probe)."""
+    if isinstance(model, bool) or not isinstance(model, (str, int, float)) or str(model) == "":
+        raise AnsibleFilterError(f"vllm_liveness_probe expects the served model name, got {model!r}")
+    return liveness_probe.request(model)
 
 
 def _escape_in_quotes(char: str) -> str:
@@ -102,6 +109,7 @@ class FilterModule:
             "vllm_serve_argv": vllm_serve_argv,
             "vllm_serve_plan": vllm_serve_plan_filter,
             "vllm_server_urls": vllm_server_urls,
+            "vllm_liveness_probe": vllm_liveness_probe,
             "systemd_quote": systemd_quote,
             "systemd_env_file_quote": systemd_env_file_quote,
             "argv_lines": argv_lines,

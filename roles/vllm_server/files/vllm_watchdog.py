@@ -2,11 +2,13 @@
 """Liveness watchdog of one vLLM systemd unit, run by a timer (one probe per run; standard library only).
 
 /health answers 200 while the engine is hung (a stopped EngineCore: 2 ms), so the probe is what a client does: a
-1-token completion with a short deadline. After ``--failures`` failed probes in a row the engine is killed
-(SIGKILL to the unit's processes: a hung engine cannot drain) and systemd's Restart= starts it again; why is
-written to the journal (this unit's output). It never acts on a server still starting (no probe has succeeded
-since its MainPID started: vllm_wait decides that start), on one a deploy is rolling (its lock file, younger than
-``--lock-max-age``), or on a unit that is not active (systemd's Restart= and start limit decide that).
+1-token completion with a short deadline. Its path and body come from the unit, rendered from the rule the
+front door's health check is rendered from too (module_utils/liveness_probe): both take a hung engine for dead.
+After ``--failures`` failed probes in a row the engine is killed (SIGKILL to the unit's processes: a hung engine
+cannot drain) and systemd's Restart= starts it again; why is written to the journal (this unit's output). It
+never acts on a server still starting (no probe has succeeded since its MainPID started: vllm_wait decides that
+start), on one a deploy is rolling (its lock file, younger than ``--lock-max-age``), or on a unit that is not
+active (systemd's Restart= and start limit decide that).
 
 Each run also writes the host's state as a node_exporter textfile (atomically): up, restarts by cause, the last
 probe's latency, the consecutive failures, the watchdog's restarts, and a failed unit's result (start-limit-hit
@@ -35,15 +37,14 @@ def unit_state(unit):
             "pid": int(state.get("MainPID") or 0), "nrestarts": int(state.get("NRestarts") or 0)}
 
 
-def probe(url, model, deadline, api_key=""):
-    """(ok, seconds, why): one 1-token completion."""
-    body = json.dumps({"model": model, "prompt": "ping", "max_tokens": 1, "temperature": 0}).encode()
+def probe(url, path, body, deadline, api_key=""):
+    """(ok, seconds, why): one probe request, POSTed as JSON."""
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = "Bearer " + api_key
     started = time.monotonic()
     try:
-        request = urllib.request.Request(url.rstrip("/") + "/v1/completions", body, headers)
+        request = urllib.request.Request(url.rstrip("/") + path, body.encode(), headers)
         with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=deadline) as answer:
             answer.read()
         return True, time.monotonic() - started, ""
@@ -135,7 +136,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--unit", required=True)
     parser.add_argument("--url", required=True, help="the server's base URL")
-    parser.add_argument("--model", required=True)
+    parser.add_argument("--path", required=True, help="the probe's path (a 1-token completion)")
+    parser.add_argument("--body", required=True, help="the probe's JSON body")
     parser.add_argument("--deadline", type=float, default=10.0)
     parser.add_argument("--failures", type=int, default=3)
     parser.add_argument("--state", required=True)
@@ -157,7 +159,7 @@ def main(argv=None):
     state, action = decide(saved, unit, lock_age, args.failures, args.lock_max_age)
     if action == "probe":
         state, action = decide(state, unit, lock_age, args.failures, args.lock_max_age,
-                               probe(args.url, args.model, args.deadline, os.environ.get("VLLM_API_KEY", "")))
+                               probe(args.url, args.path, args.body, args.deadline, os.environ.get("VLLM_API_KEY", "")))
     if state.get("note"):
         print(state["note"], flush=True)
     if action == "kill":

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe
+
 SPEC = importlib.util.spec_from_file_location(
     "vllm_watchdog", Path(__file__).resolve().parents[3] / "roles" / "vllm_server" / "files" / "vllm_watchdog.py")
 watchdog = importlib.util.module_from_spec(SPEC)
@@ -101,7 +103,8 @@ def test_the_textfile_is_prometheus_text_format():
 def test_the_probe_is_a_completion_with_a_deadline(http_stub, delay, ok):
     from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
     http_stub.routes["/v1/completions"] = Route(body={"choices": [{"text": "x"}]}, delay=delay)
-    result = watchdog.probe(http_stub.url, "m", deadline=0.5, api_key="k")
+    probe = liveness_probe.request("m")
+    result = watchdog.probe(http_stub.url, probe["path"], probe["body"], deadline=0.5, api_key="k")
     assert result[0] is ok
     assert ok or result[2] == "timeout after 0.5 s"
     (request,) = http_stub.requests

@@ -64,7 +64,8 @@ def systemd_words(line: str) -> list[str]:
 
 def test_filters_are_registered():
     assert set(FilterModule().filters()) == {
-        "vllm_serve_argv", "vllm_serve_plan", "vllm_server_urls", "systemd_quote", "systemd_env_file_quote", "argv_lines"}
+        "vllm_serve_argv", "vllm_serve_plan", "vllm_server_urls", "systemd_quote", "systemd_env_file_quote", "argv_lines",
+        "vllm_liveness_probe"}
 
 
 def test_the_argv_filter_hands_over_to_the_plan_and_names_the_variable():
@@ -155,3 +156,10 @@ def test_argv_lines_keeps_each_flag_with_its_values():
 def test_argv_lines_rejects_a_string():
     with pytest.raises(AnsibleFilterError):
         argv_lines("serve --port 8000")
+
+
+def test_the_liveness_probe_filter_refuses_an_empty_model_name():
+    probe = FilterModule().filters()["vllm_liveness_probe"]
+    assert probe("qwen3.6-27b")["path"] == "/v1/completions"
+    with pytest.raises(AnsibleFilterError, match="served model name"):
+        probe("")
