@@ -1,4 +1,5 @@
-"""The filters that ask ``module_utils/frontend_plan`` which servers a front door lists and what is wrong."""
+"""The filters that ask ``module_utils/frontend_plan`` which servers a front door lists, what its health check
+sends, and what is wrong."""
 
 from __future__ import annotations
 
@@ -12,12 +13,18 @@ def vllm_frontend_servers(group: list[str], fresh: list[dict[str, Any]], current
     return frontend_plan.servers(list(group), [dict(entry) for entry in fresh or []], current or "", backend)
 
 
-def vllm_frontend_problems(entries: list[dict[str, Any]], door: str, inventory: list[str] | None = None) -> list[str]:
-    return frontend_plan.problems([dict(entry) for entry in entries or []], door, list(inventory or []))
+def vllm_frontend_problems(entries: list[dict[str, Any]], door: str, inventory: list[str] | None = None,
+                           mode: str = "completion") -> list[str]:
+    return frontend_plan.problems([dict(entry) for entry in entries or []], door, list(inventory or []), mode)
+
+
+def vllm_frontend_check(entries: list[dict[str, Any]], mode: str = "completion") -> dict[str, str] | None:
+    return frontend_plan.health_check([dict(entry) for entry in entries or []], mode)
 
 
 class FilterModule:
     """Front door filters."""
 
     def filters(self):
-        return {"vllm_frontend_servers": vllm_frontend_servers, "vllm_frontend_problems": vllm_frontend_problems}
+        return {"vllm_frontend_servers": vllm_frontend_servers, "vllm_frontend_problems": vllm_frontend_problems,
+                "vllm_frontend_check": vllm_frontend_check}

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe
+
 # The server lines of roles/vllm_frontend/templates/haproxy.cfg.j2: "server NAME ADDRESS:PORT check".
 _SECTION = re.compile(r"^(?:backend|frontend|defaults|global|listen)\b\s*(\S*)")
 _SERVER = re.compile(r"^\s+server\s+(\S+)\s+(\[[^\]]+\]|[^\s:]+):(\d+)\b")
@@ -55,7 +57,40 @@ def _loopback(address):
         return False
 
 
-def problems(entries, door, inventory=()):
+HEALTH_ONLY = {"method": "GET", "path": "/health", "body": ""}
+
+
+def health_check(entries, mode="completion"):
+    """The request HAProxy's health check sends: the servers' own liveness probe (``check`` of each fresh entry,
+    module_utils/liveness_probe), or with ``mode`` ``health`` a GET of /health, which a hung engine still answers.
+    None when the servers carry no probe or disagree (problems() says so)."""
+    if mode == "health":
+        return dict(HEALTH_ONLY)
+    checks = [entry["check"] for entry in entries if entry.get("check")]
+    if not checks or any(check != checks[0] for check in checks):
+        return None
+    return {"method": checks[0].get("method", liveness_probe.METHOD), "path": checks[0]["path"], "body": checks[0]["body"]}
+
+
+def _check_problems(entries, mode):
+    if mode == "health" or not entries:
+        return []
+    checks = {}
+    for entry in entries:
+        if entry.get("check"):
+            checks.setdefault(entry["check"].get("body"), []).append(str(entry.get("name")))
+    if not checks:
+        return ["vllm_frontend_servers carry no liveness probe (their check): list them from each vLLM host's "
+                "vllm_server_backend (playbooks/deploy.yml does), or set vllm_frontend_health_check to health, "
+                "which a hung engine passes."]
+    if len(checks) > 1:
+        return ["The vLLM hosts behind one front door serve different models (%s), and its health check sends one "
+                "request to all: give them one served model name (vllm_server_served_model_name)."
+                % "; ".join("%s: %s" % (", ".join(names), body) for body, names in checks.items())]
+    return []
+
+
+def problems(entries, door, inventory=(), mode="completion"):
     """Sentences naming what to change; ``door`` is the front door's own inventory name, ``inventory`` every host's.
 
     A loopback address is wrong for another host of the inventory: from the front door it is the front door. (A
@@ -73,4 +108,4 @@ def problems(entries, door, inventory=()):
                        % (door, entry["name"], entry["address"], door, door, entry["name"]))
     if not entries:
         out.append("vllm_frontend_servers is empty: the front door needs at least one vLLM host behind it.")
-    return out
+    return out + _check_problems(entries, mode)

@@ -2,7 +2,9 @@
 
 A steady stream of completions goes through HAProxy while one host is drained and put back through the
 runtime API (llmops.vllm.vllm_frontend_server) and while the other host disappears; every request must
-succeed. The hosts are HTTP stubs (tests/fixtures/http_stub.py) answering /health and /v1/completions.
+succeed. A host whose completions hang while its /health still answers (a stopped engine) is taken out of
+traffic by the health check, which sends the hosts' liveness probe. The hosts are HTTP stubs
+(tests/fixtures/http_stub.py) answering /health and /v1/completions.
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe
 from ansible_collections.llmops.vllm.tests.ansible_cli import run_module, run_playbook
 from ansible_collections.llmops.vllm.tests.fixtures.http_stub import HttpStub, Route
 
 COMPLETION = Route(body={"choices": [{"text": "ok", "finish_reason": "length"}]}, delay=0.2)
+# A served model name with what haproxy.cfg would read as a quote, a comment, a variable or a format.
+MODEL = "tiny'qwen3 #1 $HOME 50%"
+PROBE = liveness_probe.request(MODEL)
 
 
 def free_port() -> int:
@@ -76,7 +82,9 @@ def front_door(tmp_path: Path):
         "tasks": [{"name": "Render", "ansible.builtin.include_role": {"name": "llmops.vllm.vllm_frontend", "tasks_from": "config"}}],
         "vars": {"vllm_frontend_config_path": str(config), "vllm_frontend_socket": str(sock), "vllm_frontend_port": port,
                  "vllm_frontend_bind_address": "127.0.0.1", "vllm_frontend_check_interval": "200ms",
-                 "vllm_frontend_servers": [{"name": name, "address": "127.0.0.1", "port": stub.port} for name, stub in hosts.items()]},
+                 "vllm_frontend_check_timeout": "500ms",
+                 "vllm_frontend_servers": [{"name": name, "address": "127.0.0.1", "port": stub.port, "check": PROBE}
+                                           for name, stub in hosts.items()]},
     }], timeout=120)
     assert rendered.rc == 0, rendered.report()
     # As a plain process (no systemd here), its log on stdout instead of syslog, kept in a file the tests read.
@@ -99,8 +107,12 @@ def front_door(tmp_path: Path):
 
 
 def completions(stub: HttpStub) -> int:
-    """Completions the host got (HAProxy's health checks go on while it is drained)."""
-    return sum(1 for request in stub.requests if request.path == "/v1/completions")
+    """Clients' completions the host got (HAProxy's health checks, the liveness probe, go on while it is drained)."""
+    return sum(1 for request in stub.requests if request.path == "/v1/completions" and request.body.decode() != PROBE["body"])
+
+
+def checks(stub: HttpStub) -> list:
+    return [request for request in stub.requests if request.path == "/v1/completions" and request.body.decode() == PROBE["body"]]
 
 
 def set_state(door, server: str, state: str, check: bool = False):
@@ -113,7 +125,7 @@ def set_state(door, server: str, state: str, check: bool = False):
 def test_the_rendered_configuration_is_what_haproxy_runs(front_door):
     text = front_door["config"].read_text()
     assert text.startswith("#")   # ansible_managed
-    for line in ("option httpchk GET /health", "retry-on conn-failure empty-response response-timeout",
+    for line in ("option httpchk\n", "http-check send meth POST uri /v1/completions ver HTTP/1.1", "retry-on conn-failure empty-response response-timeout",
                  "option redispatch 1", f"stats socket {front_door['socket']} mode 660 level admin"):
         assert line in text
 
@@ -148,3 +160,28 @@ def test_a_host_that_disappears_costs_no_request(front_door):
     assert "Server vllm/b is DOWN" in log
     # Without option http-buffer-request HAProxy cannot send a POST again: the ones in flight on b came back 502.
     assert " 502 " not in log and " 503 " not in log
+
+
+def test_the_health_check_is_the_liveness_probe_and_takes_a_hung_engine_out(front_door):
+    a = front_door["hosts"]["a"]
+    sent = checks(a)
+    # HAProxy sent the probe byte for byte: the model name's quote, '#', '$' and '%' went through untouched.
+    assert sent and sent[0].method == "POST", "no health check reached a"
+    assert not [request for request in a.requests if request.path == "/health"], "the check still asks /health"
+    # A stopped engine: /health still answers at once, a completion never does.
+    a.routes["/v1/completions"] = Route(body={"choices": []}, delay=30)
+    log = front_door["log"]
+    deadline = time.monotonic() + 5
+    while "Server vllm/a is DOWN" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "Server vllm/a is DOWN" in log.read_text(), log.read_text()
+    hung = completions(a)
+    with Traffic(front_door["url"]) as traffic:
+        time.sleep(1.5)
+    assert len(traffic.results) > 10 and traffic.failures() == [], traffic.failures()
+    assert completions(a) == hung, "a hung host was sent clients' requests"
+    a.routes["/v1/completions"] = COMPLETION
+    deadline = time.monotonic() + 5
+    while "Server vllm/a is UP" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "Server vllm/a is UP" in log.read_text(), log.read_text()

@@ -37,8 +37,11 @@ def test_the_front_door_filters_keep_a_running_line_and_refuse_loopback_for_anot
     running = "backend vllm\n    server b 10.0.0.2:8000 check\n"
     listed = FRONTEND["vllm_frontend_servers"](["a", "b"], [{"name": "a", "address": "127.0.0.1", "port": 8000}], running)
     assert listed == [{"name": "a", "address": "127.0.0.1", "port": 8000}, {"name": "b", "address": "10.0.0.2", "port": 8000}]
-    assert FRONTEND["vllm_frontend_problems"](listed, "a", ["a", "b"]) == []
-    assert "vllm_server_public_address for a" in FRONTEND["vllm_frontend_problems"](listed, "b", ["a", "b"])[0]
+    assert FRONTEND["vllm_frontend_problems"](listed, "a", ["a", "b"], "health") == []
+    # The completion check needs the probe the vllm_server role publishes with each entry.
+    assert "vllm_frontend_health_check" in FRONTEND["vllm_frontend_problems"](listed, "a", ["a", "b"])[0]
+    assert FRONTEND["vllm_frontend_check"](listed, "health")["path"] == "/health"
+    assert "vllm_server_public_address for a" in FRONTEND["vllm_frontend_problems"](listed, "b", ["a", "b"], "health")[0]
 
 
 def test_the_rollout_stops_once_the_failed_hosts_pass_the_percentage():

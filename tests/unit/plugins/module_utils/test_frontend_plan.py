@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.llmops.vllm.plugins.module_utils.frontend_plan import configured, problems, servers
+from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.frontend_plan import configured, health_check, problems, servers
 
 RUNNING = """# Ansible managed
 frontend vllm_in
@@ -22,6 +23,11 @@ backend vllm
 
 def entry(name, address, port=8000):
     return {"name": name, "address": address, "port": port}
+
+
+def served(name, address, port=8000, model="qwen3.6-27b"):
+    """An entry as the vllm_server role publishes it: with its liveness probe."""
+    return dict(entry(name, address, port), check=liveness_probe.request(model))
 
 
 def test_the_running_lines_of_one_backend_are_read_back():
@@ -48,16 +54,37 @@ def test_without_a_group_the_fresh_entries_are_the_list():
 
 def test_a_loopback_address_for_another_inventory_host_names_the_variable():
     inventory = ["door", "gpu-node-1", "gpu-node-2"]
-    found = problems([entry("door", "127.0.0.1"), entry("gpu-node-1", "127.0.0.1"), entry("gpu-node-2", "::1"),
-                      entry("side", "localhost")], "door", inventory)
+    found = problems([served("door", "127.0.0.1"), served("gpu-node-1", "127.0.0.1"), served("gpu-node-2", "::1"),
+                      served("side", "localhost")], "door", inventory)
     assert len(found) == 2
     assert "vllm_server_public_address for gpu-node-1" in found[0] and "127.0.0.1" in found[0]
     assert "gpu-node-2" in found[1]
     # The door itself, and a server outside the inventory (on the door's own machine), may be on loopback.
-    assert problems([entry("door", "127.0.0.1"), entry("side", "localhost")], "door", inventory) == []
-    assert problems([entry("gpu-node-1", "10.0.0.1"), entry("gpu-node-2", "gpu-node-2")], "door", inventory) == []
+    assert problems([served("door", "127.0.0.1"), served("side", "localhost")], "door", inventory) == []
+    assert problems([served("gpu-node-1", "10.0.0.1"), served("gpu-node-2", "gpu-node-2")], "door", inventory) == []
 
 
 def test_an_incomplete_entry_and_an_empty_list_are_refused():
     assert "lacks address, port" in problems([{"name": "gpu-node-1"}], "door")[0]
     assert "is empty" in problems([], "door")[0]
+
+
+def test_the_health_check_sends_the_servers_liveness_probe():
+    listed = [served("a", "10.0.0.1"), served("b", "10.0.0.2"), entry("c", "10.0.0.3")]   # c: a running line kept
+    check = health_check(listed)
+    assert check == liveness_probe.request("qwen3.6-27b")
+    assert check["method"] == "POST" and check["path"] == "/v1/completions"
+    assert problems(listed, "door", ["door", "a", "b", "c"]) == []
+    assert health_check(listed, "health") == {"method": "GET", "path": "/health", "body": ""}
+
+
+def test_servers_without_a_probe_or_with_different_models_are_named():
+    bare = [entry("a", "10.0.0.1"), entry("b", "10.0.0.2")]
+    assert health_check(bare) is None
+    (found,) = problems(bare, "door", ["door", "a", "b"])
+    assert "vllm_frontend_health_check" in found and "vllm_server_backend" in found
+    assert problems(bare, "door", ["door", "a", "b"], "health") == []
+    mixed = [served("a", "10.0.0.1"), served("b", "10.0.0.2", model="other")]
+    assert health_check(mixed) is None
+    (found,) = problems(mixed, "door", ["door", "a", "b"])
+    assert "vllm_server_served_model_name" in found and "a: " in found and "b: " in found
