@@ -60,9 +60,18 @@ def received(recorded: list[dict], phase: str) -> dict:
                    "tx": after["tx_bytes"][host] - before["tx_bytes"][host]} for host in after["rx_bytes"]}
 
 
+def restarted_hosts(recorded: list[dict], index: int) -> set:
+    """The hosts a phase restarted: from its fleet report, or for a phase without one, those whose PID changed."""
+    p = recorded[index]
+    if p["report"]:
+        return {row["host"] for row in p["report"] if row["restarted"]}
+    before = recorded[index - 1]["pids"] if index else {}
+    return {host for host, pid in p["pids"].items() if before.get(host) != pid}
+
+
 def rollouts(recorded: list[dict], requests: list[dict], host_every: float) -> list[dict]:
     out = []
-    for p in recorded:
+    for index, p in enumerate(recorded):
         if p["phase"] == "prepared":
             continue
         inside = [r for r in requests if p["start"] <= r["t"] < p["end"]]
@@ -70,7 +79,7 @@ def rollouts(recorded: list[dict], requests: list[dict], host_every: float) -> l
         if p["phase"] == "first deploy":   # nothing could answer before the first host served
             answered = [i for i, r in enumerate(front) if r["ok"]]
             front = front[answered[0]:] if answered else []
-        restarted = {row["host"] for row in p["report"] if row["restarted"]}
+        restarted = restarted_hosts(recorded, index)
         untouched = [r for r in inside if r["target"] not in ("front", *restarted)]
         windows = {}
         for host in sorted(restarted):
@@ -151,6 +160,12 @@ def main() -> int:
         print("\nFaults between deploys (1 host, no deploy run): from the fault (EngineCore SIGKILL, SIGSTOP, the "
               "container restarted) to a completion answered again")
         print(table([[p["phase"], round(p["end"] - p["start"], 1)] for p in faults], ["fault", "serving again after s"]))
+    hung = next((p for p in three if p["phase"] == "hung" and p.get("marks")), None)
+    if hung:
+        print("\nA hung engine behind the front door (3 hosts, no deploy run; EngineCore SIGSTOP): seconds from the "
+              "hang until")
+        print(table([[name, round(at - hung["start"], 1)] for name, at in sorted(hung["marks"].items(), key=lambda m: m[1])],
+                    ["event", "after s"]))
     cost = args.default / "watchdog-cost.txt"
     if cost.exists():
         runs = [float(m.group(1)) * (1000.0 if m.group(2) == "s" else 1.0)
