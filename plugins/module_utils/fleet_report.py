@@ -63,7 +63,11 @@ def rows(hosts, results, reached=None, not_rolled=None):
 def _cell(row, key):
     value = row[key]
     if key == "restarted":
-        return ("rolled back" if row["rolled_back"] else "yes") if value else "no"
+        if not value:
+            return "no"
+        # A server found failed (a crash loop: start-limit-hit) says so: nobody else reports it.
+        failed = [reason for reason in row["restart_reasons"] if reason.startswith("was failed")]
+        return ("rolled back" if row["rolled_back"] else "yes") + "".join(", " + reason for reason in failed)
     if key == "seconds":
         return "%.1f" % value if row["restarted"] else "-"
     if key in ("tokens_per_second", "acceptance_length"):

@@ -38,3 +38,9 @@ def test_a_host_that_never_answered_is_named_unreachable():
         ("gpu-node-1", "ready"), ("gpu-node-2", "no result"), ("gpu-node-3", "unreachable")]
     assert report[1]["reason"].startswith("failed before its server started")
     assert report[2]["reason"] == "the controller could not reach it; it was not changed"
+
+
+def test_a_server_found_in_a_crash_loop_says_so_in_the_table():
+    found = dict(READY, restart_reasons=["was failed (start-limit-hit)"])
+    lines = table(rows(["gpu-node-1"], {"gpu-node-1": found}))
+    assert "yes, was failed (start-limit-hit)" in lines[1]
