@@ -133,6 +133,9 @@ def test_the_unreachable_host_is_named_left_alone_and_kept_in_traffic():
     for host in HOSTS[:2]:
         assert (row("unreachable", host)["status"], row("unreachable", host)["restarted"]) == ("ready", False)
         assert phase("unreachable")["pids"][host] == phase("bad")["pids"][host]
+    # The two it reached serve these settings already: staging did not ask vLLM to check the command again.
+    log = (RECORD / "deploy-unreachable.log").read_text()
+    assert log.count("not checked again: this host serves this unit and env file already") == 2, log[-3000:]
     # Its line stayed in the front door: test_the_front_door_holds_every_host_ready.
 
 
