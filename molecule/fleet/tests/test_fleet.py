@@ -193,6 +193,17 @@ def test_a_hung_engine_left_traffic_and_came_back_by_itself():
     # watchdog's kill reset their connections (retry-on empty-response).
 
 
+def test_the_watchdog_killed_only_the_hung_engine(host):
+    # Every rollout, failed start and SSH cut of the scenario went by without a watchdog restart; the hang did not.
+    name = host.backend.get_hostname()
+    text = host.file("/var/lib/prometheus/node-exporter/vllm.prom").content_string
+    kills = 1 if name == "vllm-fleet-3" else 0
+    assert 'vllm_restarts_total{service="vllm",cause="watchdog"} %d' % kills in text, text
+    assert 'vllm_up{service="vllm"} 1' in text, text
+    journal = host.run("journalctl -u vllm-watchdog -o cat").stdout
+    assert journal.count("liveness probes failed in a row") == kills, journal[-2000:]
+
+
 def test_the_service_serves_its_last_config(host):
     svc = host.service("vllm")
     assert svc.is_running and svc.is_enabled
