@@ -19,4 +19,6 @@ def discovered(targets: Path, work: Path) -> list[dict]:
     found = subprocess.run([promtool, "check", "service-discovery", "--timeout=5s", str(config), "vllm"],
                            capture_output=True, text=True, timeout=60, check=False)
     assert found.returncode == 0, found.stderr
-    return [{k: v for k, v in target["labels"].items() if not k.startswith("__")} for target in json.loads(found.stdout)]
+    # promtool lists the discovered targets in no fixed order (seen both ways): by instance.
+    return sorted(({k: v for k, v in target["labels"].items() if not k.startswith("__")} for target in json.loads(found.stdout)),
+                  key=lambda labels: labels.get("instance", ""))

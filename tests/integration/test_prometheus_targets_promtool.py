@@ -52,8 +52,9 @@ def discovered(promtool, tmp_path):
     sd = subprocess.run([promtool, "check", "service-discovery", "--timeout=5s", str(config), "vllm"],
                         capture_output=True, text=True, timeout=60, check=False)
     assert sd.returncode == 0, sd.stderr
-    return [(t["labels"]["instance"], {k: v for k, v in t["labels"].items() if not k.startswith("__") and k not in ("instance", "job")})
-            for t in json.loads(sd.stdout)]
+    # promtool lists the discovered targets in no fixed order (seen both ways): by instance.
+    return sorted((t["labels"]["instance"], {k: v for k, v in t["labels"].items() if not k.startswith("__") and k not in ("instance", "job")})
+                  for t in json.loads(sd.stdout))
 
 
 def test_prometheus_finds_every_server_with_its_labels(tmp_path, promtool):
