@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.log_follower import (
     Cursor,
     LogFollower,
+    fingerprint,
     start_cursor,
 )
 
@@ -192,3 +194,66 @@ def test_long_line_inside_one_chunk_is_capped(tmp_path):
     log = tmp_path / "serve.log"
     append(log, "a\n" + "w" * 5000 + "\nb\n")
     assert lines_of(LogFollower(str(log), max_line=1024)) == ["a", "w" * 1024, "b"]
+
+
+def copytruncate(log):
+    """What logrotate's copytruncate does: copy the file to <log>.1, then truncate it in place."""
+    shutil.copyfile(log, str(log) + ".1")
+    os.truncate(log, 0)
+
+
+def test_lines_not_read_before_a_copytruncate_are_read_from_the_copy(tmp_path):
+    log = tmp_path / "vllm.log"
+    append(log, "INFO loading weights\n")
+    f = LogFollower(str(log))
+    assert lines_of(f) == ["INFO loading weights"]
+    append(log, "ERROR Traceback (most recent call last):\nModuleNotFoundError: No module named 'flash_attn.ops'\nhalf a li")
+    copytruncate(log)
+    append(log, "ne, then the new file\n")
+    assert lines_of(f) == ["ERROR Traceback (most recent call last):", "ModuleNotFoundError: No module named 'flash_attn.ops'",
+                           "half a li", "ne, then the new file"]
+    assert f.truncations == 1 and f.recovered > 0
+    assert f.cursor.offset == os.path.getsize(log) and f.cursor.ino == os.stat(log).st_ino
+
+
+def test_a_cursor_from_an_earlier_call_finds_its_lines_in_the_copy(tmp_path):
+    log = tmp_path / "vllm.log"
+    append(log, "INFO one\nINFO two\n")
+    f = LogFollower(str(log))
+    lines_of(f)
+    saved = Cursor.load(f.cursor.dump())
+    f.close()
+    assert saved.before == fingerprint(b"INFO one\nINFO two\n")
+    append(log, "ERROR engine died\n")
+    copytruncate(log)
+    append(log, "INFO after\n")
+    assert lines_of(LogFollower(str(log), saved)) == ["ERROR engine died", "INFO after"]
+    # start_cursor('end') carries the checksum too.
+    assert start_cursor(str(log), "end").before == fingerprint(b"INFO after\n")
+
+
+def test_a_rotated_file_of_another_run_is_not_taken_for_the_copy(tmp_path):
+    log = tmp_path / "vllm.log"
+    append(log, "INFO this run\n")
+    f = LogFollower(str(log))
+    lines_of(f)
+    saved = f.cursor
+    append(log, "INFO unread\n")
+    # An older rotation, longer than the offset, is at <log>.1; the live file is truncated without a copy.
+    (tmp_path / "vllm.log.1").write_text("INFO an earlier day\n" * 10)
+    os.truncate(log, 0)
+    append(log, "INFO new\n")
+    assert lines_of(f) == ["INFO new"] and f.recovered == 0
+    assert lines_of(LogFollower(str(log), saved)) == ["INFO new"]
+
+
+def test_a_cursor_taken_before_a_copytruncate_the_file_outgrew_since(tmp_path):
+    log = tmp_path / "vllm.log"
+    append(log, "INFO one\n")
+    f = LogFollower(str(log))
+    lines_of(f)
+    saved = Cursor.load(f.cursor.dump())
+    append(log, "ERROR engine died\n")
+    copytruncate(log)
+    append(log, "INFO a new run, longer than the offset\n")
+    assert lines_of(LogFollower(str(log), saved)) == ["ERROR engine died", "INFO a new run, longer than the offset"]
