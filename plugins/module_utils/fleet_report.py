@@ -65,8 +65,8 @@ def _cell(row, key):
     if key == "restarted":
         if not value:
             return "no"
-        # A server found failed (a crash loop: start-limit-hit) says so: nobody else reports it.
-        failed = [reason for reason in row["restart_reasons"] if reason.startswith("was failed")]
+        # A server this deploy found failed (a crash loop its start limit ended) says so: nobody else reports it.
+        failed = [reason for reason in row["restart_reasons"] if reason.startswith(("was failed", "was in a crash loop"))]
         return ("rolled back" if row["rolled_back"] else "yes") + "".join(", " + reason for reason in failed)
     if key == "seconds":
         return "%.1f" % value if row["restarted"] else "-"

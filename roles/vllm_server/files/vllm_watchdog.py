@@ -11,8 +11,9 @@ start), on one a deploy is rolling (its lock file, younger than ``--lock-max-age
 active (systemd's Restart= and start limit decide that).
 
 Each run also writes the host's state as a node_exporter textfile (atomically): up, restarts by cause, the last
-probe's latency, the consecutive failures, the watchdog's restarts, and a failed unit's result (start-limit-hit
-after a crash loop).
+probe's latency, the consecutive failures, the watchdog's restarts, a failed unit's result, and whether it is a
+crash loop: failed after systemd restarted it, so its start limit stopped the restarts (systemd keeps the failed
+run's result, exit-code say, and says start-limit-hit only after a run that had succeeded).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def decide(state, unit, lock_age, failures_allowed, lock_max_age, result=None):
         state["killed"] = False
     state["exit_restarts"] = state.get("exit_restarts", 0) + new
     state["seen_nrestarts"] = unit["nrestarts"]
-    state["unit"] = {k: unit[k] for k in ("active", "sub", "result")}
+    state["unit"] = {k: unit[k] for k in ("active", "sub", "result", "nrestarts")}
     if unit["active"] != "active" or unit["sub"] != "running":
         state.update(up=False, failures=0, note="not running: %s/%s" % (unit["active"], unit["sub"]))
         return state, None
@@ -117,9 +118,13 @@ def textfile(state, service):
         "# HELP vllm_liveness_failures Liveness probes failed in a row.",
         "# TYPE vllm_liveness_failures gauge",
         "vllm_liveness_failures{%s} %d" % (label, state.get("failures", 0)),
-        "# HELP vllm_unit_failed 1 when the unit is in the failed state, with systemd's result (start-limit-hit: a crash loop).",
+        "# HELP vllm_unit_failed 1 when the unit is in the failed state, with systemd's result.",
         "# TYPE vllm_unit_failed gauge",
         'vllm_unit_failed{%s,result="%s"} %d' % (label, unit.get("result", ""), 1 if unit.get("active") == "failed" else 0),
+        "# HELP vllm_crash_loop 1 when the unit failed after systemd had restarted it: Restart=always stopped at the "
+        "start limit.",
+        "# TYPE vllm_crash_loop gauge",
+        "vllm_crash_loop{%s} %d" % (label, 1 if unit.get("active") == "failed" and unit.get("nrestarts", 0) > 0 else 0),
     ]
     return "\n".join(lines) + "\n"
 

@@ -83,12 +83,17 @@ def test_systemd_restarts_after_an_exit_are_counted_and_a_manual_start_resets_no
 
 
 def test_a_unit_that_is_not_running_is_systemds_to_handle():
-    failed = dict(RUNNING, active="failed", sub="failed", result="start-limit-hit", pid=0)
+    # A crash loop as systemd 252 (Debian 12) leaves it: failed with the last run's result, after 2 restarts.
+    failed = dict(RUNNING, active="failed", sub="failed", result="exit-code", pid=0, nrestarts=2)
     state, action = run({}, unit=failed)
     assert action is None and not state["up"]
     text = watchdog.textfile(state, "vllm")
-    assert 'vllm_unit_failed{service="vllm",result="start-limit-hit"} 1' in text
+    assert 'vllm_unit_failed{service="vllm",result="exit-code"} 1' in text
+    assert 'vllm_crash_loop{service="vllm"} 1' in text
     assert 'vllm_up{service="vllm"} 0' in text
+    # Failed at its first start, never restarted: failed, not a crash loop.
+    text = watchdog.textfile(run({}, unit=dict(failed, nrestarts=0))[0], "vllm")
+    assert 'vllm_unit_failed{service="vllm",result="exit-code"} 1' in text and 'vllm_crash_loop{service="vllm"} 0' in text
 
 
 def test_the_textfile_is_prometheus_text_format():

@@ -41,6 +41,7 @@ def test_a_host_that_never_answered_is_named_unreachable():
 
 
 def test_a_server_found_in_a_crash_loop_says_so_in_the_table():
-    found = dict(READY, restart_reasons=["was failed (start-limit-hit)"])
+    reason = "was in a crash loop (exit-code after 2 restarts, stopped by its start limit)"
+    found = dict(READY, restart_reasons=["unit changed", reason])
     lines = table(rows(["gpu-node-1"], {"gpu-node-1": found}))
-    assert "yes, was failed (start-limit-hit)" in lines[1]
+    assert "yes, " + reason in lines[1] and "unit changed" not in lines[1]
