@@ -82,6 +82,7 @@ def front_door(tmp_path: Path):
         "tasks": [{"name": "Render", "ansible.builtin.include_role": {"name": "llmops.vllm.vllm_frontend", "tasks_from": "config"}}],
         "vars": {"vllm_frontend_config_path": str(config), "vllm_frontend_socket": str(sock), "vllm_frontend_port": port,
                  "vllm_frontend_bind_address": "127.0.0.1", "vllm_frontend_check_interval": "200ms",
+                 "vllm_frontend_check_fast_interval": "200ms", "vllm_frontend_check_down_interval": "200ms",
                  "vllm_frontend_check_timeout": "500ms",
                  "vllm_frontend_servers": [{"name": name, "address": "127.0.0.1", "port": stub.port, "check": PROBE}
                                            for name, stub in hosts.items()]},

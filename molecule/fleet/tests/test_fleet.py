@@ -183,10 +183,12 @@ def test_check_mode_shows_each_host_what_would_change_and_changes_nothing():
 def test_a_hung_engine_left_traffic_and_came_back_by_itself():
     hung = phase("hung")
     marks = hung["marks"]
-    # Out of traffic through the completion health check (2 failed checks 2 s apart, each given 10 s), restarted
-    # by its watchdog (3 failed probes in a row, 10 s apart, 10 s each), back once the check passed twice.
-    assert marks["out of traffic"] - hung["start"] < 40, marks
-    assert marks["out of traffic"] < marks["restarted"] < marks["back in traffic"], marks
+    # Out of traffic through the completion health check (the first failed check up to 10 s after the hang, each
+    # given 10 s, the second 1 s after the first: 31 s), or, if the watchdog came first (3 failed probes in a row,
+    # 10 s each: 30 s at the least), because its server was gone; back once the check passed twice, 2 s apart.
+    # (tests/integration/test_frontend_haproxy.py shows the check alone taking a hung server out.)
+    assert marks["out of traffic"] - hung["start"] < 45, marks
+    assert max(marks["out of traffic"], marks["restarted"]) < marks["back in traffic"], marks
     assert [restarted("hung", h) for h in HOSTS] == [False, False, True]
     # HAProxy sends nothing to a server its check took down: the front door's requests all succeeded
     # (test_no_request_failed_through_the_front_door), those in flight on the hung host sent again once the
