@@ -77,6 +77,19 @@ def fingerprint(data):
     return zlib.crc32(data[-_TAIL:]) & 0xFFFFFFFF
 
 
+def _before_matches(fh, offset, tail=b"", checksum=None):
+    """Whether the bytes of ``fh`` just before ``offset`` are ``tail``, or, without it, the min(_TAIL, offset)
+    bytes there have that ``checksum``; None when they cannot be read."""
+    width = len(tail) if tail else min(_TAIL, offset)
+    if offset < width:
+        return False
+    try:
+        before = os.pread(fh.fileno(), width, offset - width)
+    except OSError:
+        return None
+    return before == tail if tail else fingerprint(before) == checksum
+
+
 def start_cursor(path, log_offset):
     """Cursor for a fresh wait: ``log_offset`` bytes in, or ``'end'`` for the size right now.
 
@@ -211,12 +224,7 @@ class LogFollower(object):
     def _rewritten(self):
         """True when the bytes last read are no longer where they were: the file was truncated and has grown past
         the offset again before this read (a busy server right after a copytruncate)."""
-        if not self._tail:
-            return False
-        try:
-            return os.pread(self._fh.fileno(), len(self._tail), self._pos - len(self._tail)) != self._tail
-        except OSError:
-            return False
+        return bool(self._tail) and _before_matches(self._fh, self._pos, self._tail) is False
 
     def _rotated_copy(self, offset, tail=b"", checksum=None):
         """The rotated copy of this file opened at ``offset``, or None when there is none that holds ``tail``
@@ -229,12 +237,10 @@ class LogFollower(object):
             return None
         try:
             st = os.fstat(fh.fileno())
-            width = len(tail) if tail else min(_TAIL, offset)
-            if st.st_size >= offset and (st.st_dev, st.st_ino) != (self._dev, self._ino) and offset >= width:
-                fh.seek(offset - width)
-                before = fh.read(width)
-                if before == tail if tail else fingerprint(before) == checksum:
-                    return fh
+            if (st.st_size >= offset and (st.st_dev, st.st_ino) != (self._dev, self._ino)
+                    and _before_matches(fh, offset, tail, checksum) is True):
+                fh.seek(offset)
+                return fh
         except (OSError, IOError):
             pass
         fh.close()
@@ -274,13 +280,7 @@ class LogFollower(object):
 
     def _holds(self, want):
         """True unless the open file's bytes before the cursor's offset are not those it was taken after."""
-        if want.before is None:
-            return True
-        width = min(_TAIL, want.offset)
-        try:
-            return fingerprint(os.pread(self._fh.fileno(), width, want.offset - width)) == want.before
-        except OSError:
-            return True
+        return want.before is None or _before_matches(self._fh, want.offset, checksum=want.before) is not False
 
     def _open_new(self):
         self.close()
@@ -318,11 +318,11 @@ class LogFollower(object):
         return b"\n".join(line[:limit] for line in lines.split(b"\n"))
 
     def _feed(self, data):
+        self._tail = (self._tail + data[-_TAIL:])[-_TAIL:]
         first_nl = data.find(b"\n")
         if first_nl < 0:
             self._keep_partial(data)
             self._pos += len(data)
-            self._tail = (self._tail + data[-_TAIL:])[-_TAIL:]
             return None
         last_nl = data.rfind(b"\n")
         self._keep_partial(data[:first_nl])
@@ -334,6 +334,5 @@ class LogFollower(object):
         self._keep_partial(data[last_nl + 1:])
         self._line_start = self._pos + last_nl + 1
         self._pos += len(data)
-        self._tail = (self._tail + data[-_TAIL:])[-_TAIL:]
         block = head + b"\n" + body if last_nl > first_nl else head
         return block.decode("utf-8", "replace")
