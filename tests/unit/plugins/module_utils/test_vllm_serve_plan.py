@@ -78,8 +78,8 @@ def test_args_values_render_as_vllm_parses_them(value, words):
 
 
 def test_args_keep_their_order_and_come_before_the_speculative_config_and_extra_args():
-    out = argv(dict(QWEN, args={"b": 1, "a": 2}, extra_args=["--seed", "0"]))
-    assert out[out.index("--b"):] == ["--b", "1", "--a", "2", "--speculative-config", out[-3], "--seed", "0"]
+    out = argv(dict(QWEN, args={"zeta": 1, "omega": 2}, extra_args=["--seed", "0"]))
+    assert out[out.index("--zeta"):] == ["--zeta", "1", "--omega", "2", "--speculative-config", out[-3], "--seed", "0"]
     assert json.loads(out[-3])["method"] == "dflash"
 
 
@@ -110,14 +110,26 @@ def test_served_model_name_may_list_several_names():
     ({"speculative_extra": ["x"]}, "vllm_server_speculative_extra must be a mapping"),
     ({"speculative_extra": {"method": "eagle"}}, "vllm_server_speculative_extra must not set method: use vllm_server_speculative_method"),
     ({"args": ["--x"]}, "vllm_server_args must be a mapping"),
-    ({"args": {"port": 9000}}, "vllm_server_args.port: --port has its own variable; set vllm_server_port"),
+    ({"args": {"port": 9000}}, "vllm_server_args.port: '--port' sets --port, which has its own variable; set vllm_server_port"),
     ({"args": {"tp": 2}}, "set vllm_server_tensor_parallel_size"),
     ({"args": {"api_key": "s"}}, "set vllm_server_api_key"),
     ({"args": {"speculative-config": {}}}, "set vllm_server_speculative_method"),
     ({"args": {"Max Len": 1}}, "vllm_server_args.Max Len: 'Max Len' is not a vLLM CLI name"),
     ({"args": {"seed": {1, 2}}}, "vllm_server_args.seed must be a string, a number"),
     ({"extra_args": "--seed 0"}, "vllm_server_extra_args must be a list"),
-    ({"extra_args": ["--api-key=s"]}, "vllm_server_extra_args must not carry --api-key"),
+    ({"extra_args": ["--api-key=s"]}, "vllm_server_extra_args: '--api-key=s' sets --api-key"),
+    # Matched as vLLM's parser matches flags: _ for -, an abbreviation, a dotted key, a list value that is a flag.
+    ({"extra_args": ["--api_key", "s"]}, "'--api_key' sets --api-key"),
+    ({"extra_args": ["--api-ke=s"]}, "'--api-ke=s' sets --api-key"),
+    ({"extra_args": ["--ho", "0.0.0.0"]}, "'--ho' sets --host, which has its own variable; set vllm_server_host"),
+    ({"extra_args": ["-tp", "4"]}, "'-tp' sets --tp, which has its own variable; set vllm_server_tensor_parallel_size"),
+    ({"args": {"seed": ["1", "--host", "0.0.0.0"]}}, "vllm_server_args.seed: '--host' sets --host"),
+    ({"args": {"served_model_nam": "x"}}, "sets --served-model-name"),
+    ({"args": {"speculative-config.method": "x"}}, "vllm_server_args.speculative-config.method: 'speculative-config.method' "
+                                                    "is not a vLLM CLI name"),
+    ({"extra_args": ["--speculative_config.num_speculative_tokens=3"]}, "sets --speculative-config"),
+    ({"extra_args": ["--config", "/etc/x.yaml"]}, "'--config' is refused: a --config file could set any flag"),
+    ({"extra_args": [True]}, "vllm_server_extra_args items must be strings or numbers"),
     ({"max_modle_len": 1}, "unknown settings max_modle_len"),
 ])
 def test_each_bad_setting_is_named(changes, named):
@@ -197,3 +209,12 @@ def test_the_health_url_and_the_endpoint(host, health, endpoint):
     assert (urls["health_url"], urls["endpoint"], urls["port"]) == (health, endpoint, 8000)
     assert urls["local_url"] + "/health" == health
     assert "http://" + ("[%s]" % urls["address"] if ":" in urls["address"] else urls["address"]) + ":8000" == endpoint
+
+
+def test_a_key_loads_the_middleware_that_guards_every_path():
+    keyed = argv(dict(QWEN, api_key_set=True))
+    assert keyed[keyed.index("--middleware") + 1] == "llmops_vllm_auth.RequireKey"
+    assert keyed.index("--middleware") < keyed.index("--speculative-config")
+    assert "--middleware" not in argv(dict(QWEN, api_key_set=False))
+    # A user's own middleware is theirs to add, beside the collection's.
+    assert argv_problems(dict(QWEN, args={"middleware": "my.Mw"})) == []
