@@ -149,3 +149,32 @@ def test_systemd_accepts_the_watchdog_and_log_rotation_units(rendered: Path, tmp
     assert "EnvironmentFile=-/etc/vllm/vllm.env" in watchdog
     rotation = (rendered / "gpu-node-1-vllm-logrotate.conf").read_text()
     assert "/var/log/vllm/vllm.log {" in rotation and "copytruncate" in rotation and "maxsize 100M" in rotation
+
+
+def exposure(unit: Path) -> float:
+    """systemd-analyze security's overall exposure of a unit file (offline: no unit is loaded)."""
+    proc = subprocess.run(["systemd-analyze", "security", "--offline=true", "--no-pager", str(unit)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    match = re.search(r"Overall exposure level for \S+: ([0-9.]+)", proc.stdout + proc.stderr)
+    assert match, proc.stdout + proc.stderr
+    return float(match.group(1))
+
+
+@pytest.mark.parametrize("name", ["vllm.service", "vllm-watchdog.service", "vllm-logrotate.service"])
+def test_every_unit_is_sandboxed_to_an_exposure_of_2_at_most(rendered: Path, tmp_path: Path, name: str):
+    source = rendered / ("gpu-node-1.service" if name == "vllm.service" else "gpu-node-1-" + name)
+    unit = tmp_path / name
+    unit.write_text(source.read_text())
+    assert exposure(unit) <= 2.0
+
+
+def test_root_helpers_write_only_root_owned_directories(rendered: Path):
+    unit = (rendered / "gpu-node-1.service").read_text()
+    # The service never writes its log directory: systemd opens the log for it.
+    assert "ReadWritePaths=/var/lib/vllm /var/cache/vllm" in unit
+    watchdog = (rendered / "gpu-node-1-vllm-watchdog.service").read_text()
+    assert "--state /var/lib/llmops-vllm/vllm/watchdog.json" in watchdog
+    assert "ReadWritePaths=/var/lib/llmops-vllm/vllm -/var/lib/prometheus/node-exporter" in watchdog
+    rotation = (rendered / "gpu-node-1-vllm-logrotate.service").read_text()
+    assert "--state /var/lib/llmops-vllm/vllm/logrotate.state" in rotation and "PrivateNetwork=yes" in rotation
+    assert " su " not in (rendered / "gpu-node-1-vllm-logrotate.conf").read_text()
