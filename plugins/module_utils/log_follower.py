@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 import zlib
 
+from ansible_collections.llmops.vllm.plugins.module_utils import safe_files
+
 DEFAULT_CHUNK_SIZE = 1 << 20
 DEFAULT_MAX_LINE = 16 << 10
 # The bytes last read, kept to recognise the rotated copy of a truncated file.
@@ -98,7 +100,7 @@ def start_cursor(path, log_offset):
     """
     if log_offset == "end":
         try:
-            with open(path, "rb") as fh:
+            with safe_files.open_binary(path) as fh:
                 st = os.fstat(fh.fileno())
                 fh.seek(max(0, st.st_size - _TAIL))
                 before = fh.read(st.st_size - fh.tell())
@@ -232,8 +234,8 @@ class LogFollower(object):
         if offset <= 0 or not (tail or checksum is not None):
             return None
         try:
-            fh = open(self.path + ROTATED_SUFFIX, "rb")
-        except (OSError, IOError):
+            fh = safe_files.open_binary(self.path + ROTATED_SUFFIX)
+        except (OSError, IOError, safe_files.UnsafePath):
             return None
         try:
             st = os.fstat(fh.fileno())
@@ -264,7 +266,7 @@ class LogFollower(object):
         want = self._want
         same_file = want.ino is None or (st.st_dev, st.st_ino) == (want.dev, want.ino)
         offset = want.offset if same_file and st.st_size >= want.offset else 0
-        self._fh = open(self.path, "rb")
+        self._fh = safe_files.open_binary(self.path)
         st = os.fstat(self._fh.fileno())
         self._dev, self._ino = st.st_dev, st.st_ino
         if same_file and want.ino is not None and want.offset > 0 and (offset < want.offset or not self._holds(want)):
@@ -287,7 +289,7 @@ class LogFollower(object):
         self.rotations += 1
         self._switch_pending = False
         try:
-            self._fh = open(self.path, "rb")
+            self._fh = safe_files.open_binary(self.path)
         except OSError:
             self._dev = self._ino = None
             self._reset(0)

@@ -70,7 +70,12 @@ options:
     type: int
     default: 2
   result_dir:
-    description: Directory on the host for the saved result of each run (C(vllm bench serve --save-result)).
+    description:
+      - Directory on the host for the saved result of each run (C(vllm bench serve --save-result)), made if missing.
+        It must be writable by its owner only, this module's user (root); a link, or a directory another user could
+        write, is refused.
+      - With O(user), the client writes into a fresh private directory inside it, which the module reads without
+        following links, copies from and removes.
     type: path
     required: true
   environment:
@@ -113,7 +118,7 @@ EXAMPLES = r"""
     tokenizer: /srv/models/Qwen3.6-27B
     concurrency: [1, 8]
     output_len: 256
-    result_dir: /var/lib/vllm/bench
+    result_dir: /var/lib/llmops-vllm/vllm/bench
     baseline_tokens_per_second: 73.5
     min_speedup: 1.2
     min_acceptance_length: 2.0
@@ -169,12 +174,17 @@ notes:
 import json
 import os
 import pwd
+import shutil
+import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils import http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils import http_probe, safe_files
 from ansible_collections.llmops.vllm.plugins.module_utils.vllm_bench import bench_argv, evaluate, measure
+
+# A saved result is a few kB; anything far larger is not one.
+RESULT_LIMIT = 16 * 1024 * 1024
 
 GATES = ("min_decode_tokens_per_second", "min_acceptance_length", "baseline_tokens_per_second", "min_speedup")
 
@@ -232,10 +242,15 @@ def main():
     if p["user"] and os.geteuid() == 0 and p["user"] != "root":
         entry = pwd.getpwnam(p["user"])
         drop = ["setpriv", "--reuid", str(entry.pw_uid), "--regid", str(entry.pw_gid), "--init-groups", "--"]
-    if not os.path.isdir(p["result_dir"]):
-        os.makedirs(p["result_dir"], 0o755)
+    try:
+        safe_files.root_dir(p["result_dir"], 0o755)
+    except (safe_files.UnsafePath, OSError) as e:
+        module.fail_json(changed=False, status="failed", reason="bench_failed", notes=[],
+                         **dict(empty, msg="result_dir: %s" % e))
+    # The client runs as the service user: it writes into a fresh directory of its own, never a name root reuses.
+    run_dir = tempfile.mkdtemp(prefix=".run-", dir=p["result_dir"])
     if drop:
-        os.chown(p["result_dir"], entry.pw_uid, entry.pw_gid)
+        os.chown(run_dir, entry.pw_uid, entry.pw_gid)
     env = dict((str(k), str(v)) for k, v in p["environment"].items())
     env.update(LANG="C.UTF-8", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1")
     if p["api_key"]:
@@ -245,19 +260,27 @@ def main():
     def run_bench(c):
         name = "bench-c%d.json" % c
         argv = bench_argv(p["executable"], base, p["model"], p["tokenizer"], c, p["num_prompts"], p["input_len"],
-                          p["output_len"], p["temperature"], p["result_dir"], name)
+                          p["output_len"], p["temperature"], run_dir, name)
         rc, out, err = module.run_command(drop + ["timeout", str(p["timeout"])] + argv, environ_update=env,
-                                          cwd=p["result_dir"])
-        path = os.path.join(p["result_dir"], name)
-        if rc != 0 or not os.path.exists(path):
+                                          cwd=run_dir)
+        try:
+            data = safe_files.read_regular(os.path.join(run_dir, name), RESULT_LIMIT)
+        except (safe_files.UnsafePath, OSError) as e:
+            data, rc = None, rc or "no result (%s)" % e
+        if rc != 0:
             tail = ((out or "") + (err or "")).strip().splitlines()[-15:]
             module.fail_json(changed=False, status="failed", reason="bench_failed", notes=[], output_tail=tail,
-                             **dict(empty, msg="vllm bench serve at concurrency %d exited %d: %s" % (c, rc, " | ".join(tail[-3:]))))
-        files[c] = path
-        with open(path) as fh:
-            return json.load(fh)
+                             **dict(empty, msg="vllm bench serve at concurrency %d exited %s: %s" % (c, rc, " | ".join(tail[-3:]))))
+        files[c] = path = os.path.join(p["result_dir"], name)
+        with open(path + ".tmp", "wb") as fh:
+            fh.write(data)
+        os.replace(path + ".tmp", path)
+        return json.loads(data)
 
-    runs = measure(concurrency, run_bench, read_metrics)
+    try:
+        runs = measure(concurrency, run_bench, read_metrics)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
     for run in runs:
         run["result_file"] = files[run["concurrency"]]
     verdict = evaluate(runs, dict((gate, p[gate]) for gate in GATES))
