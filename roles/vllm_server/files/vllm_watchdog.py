@@ -19,8 +19,11 @@ run's result, exit-code say, and says start-limit-hit only after a run that had 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
+import signal
+import stat
 import subprocess
 import sys
 import time
@@ -38,22 +41,44 @@ def unit_state(unit):
             "pid": int(state.get("MainPID") or 0), "nrestarts": int(state.get("NRestarts") or 0)}
 
 
+# A 1-token completion answers in well under 1 kB; reading more than this is not waiting for that answer.
+BODY_LIMIT = 64 * 1024
+
+
+class _Deadline(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Deadline()
+
+
 def probe(url, path, body, deadline, api_key=""):
-    """(ok, seconds, why): one probe request, POSTed as JSON."""
+    """(ok, seconds, why): one probe request, POSTed as JSON, all of it within ``deadline`` seconds.
+
+    urllib's timeout bounds each socket read, not the answer: a server that drips a byte a second would hold it
+    for ever. SIGALRM bounds the whole request, and the body is read up to BODY_LIMIT bytes."""
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = "Bearer " + api_key
     started = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, max(deadline, 0.01))
     try:
         request = urllib.request.Request(url.rstrip("/") + path, body.encode(), headers)
         with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=deadline) as answer:
-            answer.read()
+            answer.read(BODY_LIMIT)
         return True, time.monotonic() - started, ""
+    except _Deadline:
+        return False, time.monotonic() - started, "timeout after %g s" % deadline
     except urllib.error.HTTPError as e:
         return False, time.monotonic() - started, "HTTP %d" % e.code
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, http.client.HTTPException) as e:
         reason = getattr(e, "reason", e)
         return False, time.monotonic() - started, "timeout after %g s" % deadline if "timed out" in str(reason) else str(reason)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def decide(state, unit, lock_age, failures_allowed, lock_max_age, result=None):
@@ -125,8 +150,47 @@ def textfile(state, service):
         "start limit.",
         "# TYPE vllm_crash_loop gauge",
         "vllm_crash_loop{%s} %d" % (label, 1 if unit.get("active") == "failed" and unit.get("nrestarts", 0) > 0 else 0),
+        "# HELP vllm_watchdog_decided 0 when the last watchdog run could not decide (its journal says why).",
+        "# TYPE vllm_watchdog_decided gauge",
+        "vllm_watchdog_decided{%s} %d" % (label, 0 if str(state.get("note", "")).startswith("cannot decide") else 1),
     ]
     return "\n".join(lines) + "\n"
+
+
+STATE_LIMIT = 64 * 1024
+
+
+def load_state(path):
+    """The saved state: a JSON object of at most STATE_LIMIT bytes in a regular file, else a fresh one ({})."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return {}
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {}
+        saved = json.loads(os.read(fd, STATE_LIMIT + 1)[:STATE_LIMIT + 1] or b"{}")
+    except (OSError, ValueError):
+        return {}
+    finally:
+        os.close(fd)
+    if not isinstance(saved, dict):
+        return {}
+    # Counters of the wrong type (a hand edit, a partial write) start again rather than crash every run.
+    return dict((key, value) for key, value in saved.items() if _well_typed(key, value))
+
+
+_COUNTS = ("seen_nrestarts", "exit_restarts", "watchdog_restarts", "failures", "pid")
+
+
+def _well_typed(key, value):
+    if key in _COUNTS:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if key == "latency":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if key == "unit":
+        return isinstance(value, dict)
+    return True
 
 
 def write_atomically(path, text):
@@ -151,20 +215,20 @@ def main(argv=None):
     parser.add_argument("--textfile", default="")
     args = parser.parse_args(argv)
 
-    try:
-        with open(args.state) as fh:
-            saved = json.load(fh)
-    except (OSError, ValueError):
-        saved = {}
+    saved = load_state(args.state)
     try:
         lock_age = time.time() - os.stat(args.lock).st_mtime
     except OSError:
         lock_age = None
-    unit = unit_state(args.unit)
-    state, action = decide(saved, unit, lock_age, args.failures, args.lock_max_age)
-    if action == "probe":
-        state, action = decide(state, unit, lock_age, args.failures, args.lock_max_age,
-                               probe(args.url, args.path, args.body, args.deadline, os.environ.get("VLLM_API_KEY", "")))
+    try:
+        unit = unit_state(args.unit)
+        state, action = decide(saved, unit, lock_age, args.failures, args.lock_max_age)
+        if action == "probe":
+            state, action = decide(state, unit, lock_age, args.failures, args.lock_max_age,
+                                   probe(args.url, args.path, args.body, args.deadline, os.environ.get("VLLM_API_KEY", "")))
+    except Exception as e:   # a watchdog that cannot decide says so in the metrics, and acts on nothing
+        state, action = dict(saved, up=False, note="cannot decide: %s: %s" % (type(e).__name__, e)), None
+        unit = {"pid": 0}
     if state.get("note"):
         print(state["note"], flush=True)
     if action == "kill":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -115,3 +117,103 @@ def test_the_probe_is_a_completion_with_a_deadline(http_stub, delay, ok):
     (request,) = http_stub.requests
     assert json.loads(request.body) == {"model": "m", "prompt": "ping", "max_tokens": 1, "temperature": 0}
     assert request.headers.get("Authorization") == "Bearer k"
+
+
+class RawServer:
+    """A loopback TCP server that answers every connection with ``respond(conn)``: hostile answers for the probe."""
+
+    def __init__(self, respond):
+        import socket
+        import threading
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.respond, self.stop = respond, threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _addr = self.sock.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            try:
+                self.respond(conn, self.stop)
+            except OSError:
+                pass
+            conn.close()
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+
+
+def drip(conn, stop):
+    """One header byte every 0.2 s, for ever: each read is quick, the answer never ends."""
+    for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10000:
+        if stop.wait(0.2):
+            return
+        conn.sendall(bytes([byte]))
+
+
+def flood(conn, stop):
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
+    chunk = b"x" * 65536
+    while not stop.is_set():
+        conn.sendall(chunk)
+
+
+def test_a_dripping_server_cannot_hold_the_probe_past_its_deadline():
+    server = RawServer(drip)
+    try:
+        started = time.monotonic()
+        ok, seconds, why = watchdog.probe(server.url, "/v1/completions", "{}", deadline=1.0)
+        assert not ok and why == "timeout after 1 s" and time.monotonic() - started < 2.0
+    finally:
+        server.close()
+
+
+def test_an_endless_body_is_read_up_to_its_limit_only():
+    server = RawServer(flood)
+    try:
+        started = time.monotonic()
+        ok, seconds, why = watchdog.probe(server.url, "/v1/completions", "{}", deadline=5.0)
+        assert ok and time.monotonic() - started < 2.0
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "{not json", '{"seen_nrestarts": "x", "failures": true, "unit": 3}',
+                                     "x" * 100000, ""])
+def test_a_malformed_state_file_starts_afresh(tmp_path, content):
+    path = tmp_path / "watchdog.json"
+    path.write_text(content)
+    state = watchdog.load_state(str(path))
+    assert isinstance(state, dict) and "seen_nrestarts" not in state and "unit" not in state
+    state, action = run(state, result=OK)
+    assert state["up"] and action is None
+
+
+def test_a_state_path_that_is_no_regular_file_is_not_read(tmp_path):
+    fifo = tmp_path / "watchdog.json"
+    os.mkfifo(fifo)
+    assert watchdog.load_state(str(fifo)) == {}
+    link = tmp_path / "link.json"
+    link.symlink_to("/etc/hostname")
+    assert watchdog.load_state(str(link)) == {}
+
+
+def test_a_watchdog_that_cannot_decide_reports_down_and_why(tmp_path, monkeypatch, capsys):
+    def broken(unit):
+        raise RuntimeError("systemctl gave nothing")
+    monkeypatch.setattr(watchdog, "unit_state", broken)
+    textfile = tmp_path / "vllm.prom"
+    assert watchdog.main(["--unit", "vllm", "--url", "http://127.0.0.1:9", "--path", "/v1/completions", "--body", "{}",
+                          "--state", str(tmp_path / "state.json"), "--lock", str(tmp_path / "lock"),
+                          "--textfile", str(textfile)]) == 0
+    text = textfile.read_text()
+    assert 'vllm_up{service="vllm"} 0' in text and 'vllm_watchdog_decided{service="vllm"} 0' in text
+    assert "cannot decide: RuntimeError: systemctl gave nothing" in capsys.readouterr().out
