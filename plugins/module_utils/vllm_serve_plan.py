@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils import http_probe, vllm_rules
+from ansible_collections.llmops.vllm.plugins.module_utils import http_probe, value_rules, vllm_rules
 
 PREFIX = "vllm_server_"
 
@@ -54,7 +54,7 @@ _REFUSED = {"config": "a --config file could set any flag unchecked, --api-key a
 # (roles/vllm_server/files/llmops_vllm_auth.py says which, per release).
 AUTH_MIDDLEWARE = "llmops_vllm_auth.RequireKey"
 # Everything else plan() reads.
-_CONTEXT = ("executable", "version", "flavor", "service_name", "api_key_set", "require_api_key")
+_CONTEXT = ("executable", "version", "flavor", "service_name", "api_key_set", "require_api_key", "values")
 KNOWN = frozenset(("model", "args", "extra_args") + SPECULATIVE + _CONTEXT + tuple(name for name, _flag in NAMED_FLAGS))
 _CLI_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -195,7 +195,7 @@ def argv_problems(settings):
     for key, value in args.items():
         name = cli_name(key)
         where = "%sargs.%s" % (PREFIX, key)
-        if not isinstance(key, str) or not _CLI_NAME.match(name):
+        if not isinstance(key, str) or not _CLI_NAME.fullmatch(name):
             out.append("%s: %r is not a vLLM CLI name (words in lower case joined by - or _)." % (where, key))
             continue
         try:
@@ -214,6 +214,40 @@ def argv_problems(settings):
         if bad:
             out.append("%sextra_args items must be strings or numbers, got %r." % (PREFIX, bad))
         out += _smuggled(PREFIX + "extra_args", extra_args)
+    return out
+
+
+# The rule of each value that reaches a file or a command line besides the argv (roles/vllm_server/vars/main.yml
+# hands them over by variable name, as ``values``).
+_VALUE_RULES = (
+    [(value_rules.api_key, name) for name in ("vllm_server_api_key", "vllm_server_metrics_token", "vllm_server_hf_token")]
+    + [(value_rules.unit_name, name) for name in ("vllm_server_service_name", "vllm_common_user", "vllm_common_group")]
+    + [(value_rules.ip_address, "vllm_server_internal_address"), (value_rules.interface, "vllm_server_internal_interface"),
+       (value_rules.env_names, "vllm_server_env"), (value_rules.env_values, "vllm_server_env"),
+       (value_rules.env_names, "vllm_server_unset_env"), (value_rules.logrotate_size, "vllm_server_log_rotate_size")]
+    + [(value_rules.abs_path, name) for name in ("vllm_server_unit_dir", "vllm_server_config_dir", "vllm_server_log_dir",
+                                                  "vllm_server_state_dir", "vllm_server_cache_dir",
+                                                  "vllm_server_private_dir", "vllm_server_textfile_dir")]
+    + [(value_rules.count, name, 1) for name in ("vllm_server_log_rotate_keep", "vllm_server_log_rotate_max_age",
+                                                 "vllm_server_watchdog_interval", "vllm_server_watchdog_deadline",
+                                                 "vllm_server_watchdog_failures")]
+)
+
+
+def value_problems(values):
+    """What is wrong with the values that reach the unit, env file, watchdog and logrotate config, by variable."""
+    values = values or {}
+    checks = [(rule[0], rule[1], values[rule[1]]) + tuple(rule[2:]) for rule in _VALUE_RULES if rule[1] in values]
+    if "vllm_common_drafter_dir" in values:
+        # The drafter role removes what it did not render there: never a directory the system or another role owns.
+        checks.append((value_rules.abs_path, "vllm_common_drafter_dir", values["vllm_common_drafter_dir"], False))
+    out = value_rules.problems(checks)
+    private = values.get("vllm_server_private_dir")
+    for name in ("vllm_server_state_dir", "vllm_server_cache_dir"):
+        # The service user owns these: root's state inside one would be theirs to replace.
+        if private and values.get(name) and (private + "/").startswith(values[name].rstrip("/") + "/"):
+            out.append("vllm_server_private_dir (%s) must not lie inside %s (%s), which the service user owns."
+                       % (private, name, values[name]))
     return out
 
 
@@ -300,7 +334,7 @@ def plan(settings, reads=None):
     Returns ``{"argv", "problems", "warnings"}``; problems each name the variable to change.
     """
     reads = reads or {}
-    problems = argv_problems(settings)
+    problems = value_problems(settings.get("values")) + argv_problems(settings)
     executable = settings.get("executable") or ""
     if not executable.startswith("/"):
         problems.append("vllm_common_executable must be the absolute path of the vLLM CLI (by default where the "
