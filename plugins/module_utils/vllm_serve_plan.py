@@ -115,6 +115,12 @@ def _smuggled(where, words):
         flag = owned_flag(word)
         if flag in _REFUSED:
             out.append("%s: %r is refused: %s." % (where, word, _REFUSED[flag]))
+        elif flag == "api-key":
+            out.append("%s must not carry --api-key (%r sets it): the command line is world-readable (unit file, ps, "
+                       "systemctl status); set %sapi_key instead, it goes only to the root-owned 0600 env file as "
+                       "VLLM_API_KEY." % (where, word, PREFIX))
+        elif flag and word in ("--" + flag, flag):
+            out.append("%s: --%s has its own variable; set %s instead." % (where, flag, _owner(flag)))
         elif flag:
             out.append("%s: %r sets --%s, which has its own variable; set %s instead." % (
                 where, word, flag.lstrip("-"), _owner(flag)))
