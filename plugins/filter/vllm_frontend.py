@@ -14,12 +14,17 @@ def vllm_frontend_servers(group: list[str], fresh: list[dict[str, Any]], current
 
 
 def vllm_frontend_problems(entries: list[dict[str, Any]], door: str, inventory: list[str] | None = None,
-                           mode: str = "completion") -> list[str]:
-    return frontend_plan.problems([dict(entry) for entry in entries or []], door, list(inventory or []), mode)
+                           mode: str = "completion", values: dict[str, Any] | None = None) -> list[str]:
+    return frontend_plan.problems([dict(entry) for entry in entries or []], door, list(inventory or []), mode,
+                                  dict(values or {}))
 
 
 def vllm_frontend_check(entries: list[dict[str, Any]], mode: str = "completion") -> dict[str, str] | None:
     return frontend_plan.health_check([dict(entry) for entry in entries or []], mode)
+
+
+def vllm_api_key_id(api_key: str) -> str:
+    return frontend_plan.key_id(api_key or "")
 
 
 class FilterModule:
@@ -27,4 +32,4 @@ class FilterModule:
 
     def filters(self):
         return {"vllm_frontend_servers": vllm_frontend_servers, "vllm_frontend_problems": vllm_frontend_problems,
-                "vllm_frontend_check": vllm_frontend_check}
+                "vllm_frontend_check": vllm_frontend_check, "vllm_api_key_id": vllm_api_key_id}

@@ -12,7 +12,9 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe
+import hashlib
+
+from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe, value_rules
 
 # The server lines of roles/vllm_frontend/templates/haproxy.cfg.j2: "server NAME ADDRESS:PORT check".
 _SECTION = re.compile(r"^(?:backend|frontend|defaults|global|listen)\b\s*(\S*)")
@@ -90,7 +92,48 @@ def _check_problems(entries, mode):
     return []
 
 
-def problems(entries, door, inventory=(), mode="completion"):
+def key_id(api_key):
+    """What a vLLM host tells its front doors of its API key: enough to tell two keys apart, nothing to send."""
+    return hashlib.sha256(api_key.encode("utf-8")).hexdigest()[:16] if api_key else ""
+
+
+_TIMES = ("vllm_frontend_timeout", "vllm_frontend_http_request_timeout", "vllm_frontend_check_timeout",
+          "vllm_frontend_check_interval", "vllm_frontend_check_fast_interval", "vllm_frontend_check_down_interval")
+
+
+def value_problems(values):
+    """The front door's own settings against their grammar (module_utils/value_rules), by variable name."""
+    checks = [(value_rules.api_key, "vllm_frontend_api_key", values.get("vllm_frontend_api_key", "")),
+              (value_rules.unit_name, "vllm_frontend_backend", values.get("vllm_frontend_backend", "vllm")),
+              (value_rules.ip_address, "vllm_frontend_bind_address", values.get("vllm_frontend_bind_address", "0.0.0.0")),
+              (value_rules.url_paths, "vllm_frontend_paths", values.get("vllm_frontend_paths", ["/health"])),
+              (value_rules.count, "vllm_frontend_maxconn", values.get("vllm_frontend_maxconn", 1000), 1),
+              (value_rules.count, "vllm_frontend_retries", values.get("vllm_frontend_retries", 3))]
+    checks += [(value_rules.haproxy_time, name, values[name]) for name in _TIMES if name in values]
+    if values.get("vllm_frontend_tls_certificate"):
+        checks.append((value_rules.abs_path, "vllm_frontend_tls_certificate", values["vllm_frontend_tls_certificate"]))
+    return value_rules.problems(checks)
+
+
+def _key_problems(entries, api_key):
+    """One key for all hosts behind a door: it checks one and its health check sends one."""
+    keys = {}
+    for entry in entries:
+        if "key_id" in entry:
+            keys.setdefault(entry["key_id"], []).append(str(entry.get("name")))
+    if not keys:
+        return []
+    if len(keys) > 1:
+        return ["The vLLM hosts behind one front door have different API keys (%s): the front door checks one key and "
+                "its health check sends one, so the others would stay DOWN. Give them one vllm_server_api_key."
+                % "; ".join("%s: one key" % ", ".join(names) for names in keys.values())]
+    if list(keys)[0] != key_id(api_key or ""):
+        return ["vllm_frontend_api_key is not the key of the vLLM hosts behind it (%s): their health checks would fail."
+                % ", ".join(list(keys.values())[0])]
+    return []
+
+
+def problems(entries, door, inventory=(), mode="completion", values=None):
     """Sentences naming what to change; ``door`` is the front door's own inventory name, ``inventory`` every host's.
 
     A loopback address is wrong for another host of the inventory: from the front door it is the front door. (A
@@ -108,4 +151,6 @@ def problems(entries, door, inventory=(), mode="completion"):
                        % (door, entry["name"], entry["address"], door, door, entry["name"]))
     if not entries:
         out.append("vllm_frontend_servers is empty: the front door needs at least one vLLM host behind it.")
-    return out + _check_problems(entries, mode)
+    values = values or {}
+    return (value_problems(values) + out + _check_problems(entries, mode)
+            + _key_problems(entries, values.get("vllm_frontend_api_key", "")))

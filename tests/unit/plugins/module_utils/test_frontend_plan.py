@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils import frontend_plan, liveness_probe
 from ansible_collections.llmops.vllm.plugins.module_utils.frontend_plan import configured, health_check, problems, servers
 
 RUNNING = """# Ansible managed
@@ -88,3 +90,43 @@ def test_servers_without_a_probe_or_with_different_models_are_named():
     assert health_check(mixed) is None
     (found,) = problems(mixed, "door", ["door", "a", "b"])
     assert "vllm_server_served_model_name" in found and "a: " in found and "b: " in found
+
+
+KEY = "0123456789abcdef0123"
+
+
+def keyed(name, key):
+    return {"name": name, "address": "10.0.0.%d" % (ord(name[-1]) % 200), "port": 8000, "key_id": frontend_plan.key_id(key)}
+
+
+def test_hosts_with_different_keys_behind_one_door_are_refused():
+    found = frontend_plan.problems([keyed("a", KEY), keyed("b", KEY + "x")], "door", ["a", "b", "door"], "health",
+                                   {"vllm_frontend_api_key": KEY})
+    assert any("different API keys" in problem and "vllm_server_api_key" in problem for problem in found), found
+    assert frontend_plan.problems([keyed("a", KEY), keyed("b", KEY)], "door", ["a", "b", "door"], "health",
+                                  {"vllm_frontend_api_key": KEY}) == []
+    found = frontend_plan.problems([keyed("a", KEY)], "door", ["a", "door"], "health", {"vllm_frontend_api_key": ""})
+    assert any("vllm_frontend_api_key is not the key" in problem for problem in found), found
+
+
+@pytest.mark.parametrize("name,value", [
+    ("vllm_frontend_api_key", "0123456789abcdef$HOME"), ("vllm_frontend_api_key", '0123456789abcdef" hdr X y'),
+    ("vllm_frontend_check_interval", 2000), ("vllm_frontend_check_interval", "2"), ("vllm_frontend_timeout", "10 m"),
+    ("vllm_frontend_http_request_timeout", "10s\n    timeout client 0"), ("vllm_frontend_paths", ["/v1 /tokenize"]),
+    ("vllm_frontend_paths", []), ("vllm_frontend_paths", ["v1/completions"]), ("vllm_frontend_maxconn", 0),
+    ("vllm_frontend_bind_address", "0.0.0.0:80 ssl"), ("vllm_frontend_backend", "vllm\n    server x 1.2.3.4:1"),
+    ("vllm_frontend_tls_certificate", "/etc/ssl/a b.pem"), ("vllm_frontend_retries", -1),
+])
+def test_each_front_door_value_is_checked_against_its_grammar(name, value):
+    found = frontend_plan.value_problems({name: value})
+    assert found and all(name in problem for problem in found), found
+
+
+def test_the_front_doors_defaults_pass():
+    assert frontend_plan.value_problems({
+        "vllm_frontend_api_key": "", "vllm_frontend_bind_address": "0.0.0.0", "vllm_frontend_backend": "vllm",
+        "vllm_frontend_paths": ["/health", "/v1/completions"], "vllm_frontend_maxconn": 1000,
+        "vllm_frontend_retries": 3, "vllm_frontend_timeout": "10m", "vllm_frontend_http_request_timeout": "10s",
+        "vllm_frontend_check_timeout": "10s", "vllm_frontend_check_interval": "10s",
+        "vllm_frontend_check_fast_interval": "1s", "vllm_frontend_check_down_interval": "2s",
+        "vllm_frontend_tls_certificate": ""}) == []
