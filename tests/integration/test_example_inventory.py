@@ -178,3 +178,19 @@ def test_root_helpers_write_only_root_owned_directories(rendered: Path):
     rotation = (rendered / "gpu-node-1-vllm-logrotate.service").read_text()
     assert "--state /var/lib/llmops-vllm/vllm/logrotate.state" in rotation and "PrivateNetwork=yes" in rotation
     assert " su " not in (rendered / "gpu-node-1-vllm-logrotate.conf").read_text()
+
+
+def test_the_offline_and_no_usage_defaults_stay_when_the_env_is_set(repo_root: Path, tmp_path: Path):
+    run = run_playbook(
+        repo_root / "tests" / "integration" / "playbooks" / "render_server.yml",
+        inventory=repo_root / "inventories" / "example",
+        extra_vars={"ansible_connection": "local", "render_dir": str(tmp_path),
+                    "vllm_server_env": {"VLLM_LOGGING_LEVEL": "DEBUG"},
+                    "unit_template": str(repo_root / "roles" / "vllm_server" / "templates" / "vllm.service.j2")},
+        timeout=300,
+    )
+    assert run.rc == 0, run.report()
+    unit = (tmp_path / "gpu-node-1.service").read_text()
+    for line in ("Environment=HF_HUB_OFFLINE=1", "Environment=VLLM_NO_USAGE_STATS=1", "Environment=DO_NOT_TRACK=1",
+                 "Environment=VLLM_LOGGING_LEVEL=DEBUG"):
+        assert line in unit
