@@ -165,3 +165,14 @@ def test_a_variable_of_an_earlier_release_names_its_replacement(repo_root: Path,
 def test_an_argument_with_its_own_variable_is_refused_in_the_mapping(repo_root: Path, host: Path):
     run = run_preflight(repo_root, host, vllm_server_args={"port": 9000, "max-model-len": 4096})
     assert_fails_naming(run, "vllm_server_args.port: --port has its own variable; set vllm_server_port instead.")
+
+
+def test_a_misspelt_variable_fails_naming_the_one_meant(repo_root: Path, host: Path):
+    run = run_preflight(repo_root, host, vllm_server_num_speculative_token=8)
+    assert_fails_naming(run, "vllm_server_num_speculative_token is not a variable of this collection",
+                        "did you mean vllm_server_num_speculative_tokens?")
+
+
+def test_a_newline_in_a_path_fails_before_any_change(repo_root: Path, host: Path):
+    run = run_preflight(repo_root, host, vllm_server_internal_address="127.0.0.1\nExecStartPre=+/bin/true")
+    assert_fails_naming(run, "vllm_server_internal_address must be an IP address")

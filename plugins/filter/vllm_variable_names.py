@@ -1,0 +1,19 @@
+"""The filter that asks ``module_utils/variable_names`` which inventory variables no entry point reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.llmops.vllm.plugins.module_utils import variable_names
+
+
+def vllm_unknown_variables(names: list[str], argument_specs: list[dict[str, Any]], ignored: list[str] | None = None) -> list[str]:
+    return variable_names.unknown(list(names or []), variable_names.known_names(list(argument_specs or [])),
+                                  list(ignored or []))
+
+
+class FilterModule:
+    """Variable name filters."""
+
+    def filters(self):
+        return {"vllm_unknown_variables": vllm_unknown_variables}

@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Inventory variables with the collection's prefixes that no entry point reads: a misspelt name is silently ignored
+by Ansible, so the deploy would run with the default instead. Each is named with the closest known name.
+
+The known names are the options of every role's ``meta/argument_specs.yml`` (read by the caller), the playbook's
+own settings (DEPLOY), and the facts the roles publish for each other (PUBLISHED).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+PREFIXES = re.compile(r"^vllm_(common|install|drafter|server|frontend|deploy)_")
+# playbooks/deploy.yml's own settings.
+DEPLOY = ("vllm_deploy_serial", "vllm_deploy_max_fail_percentage", "vllm_deploy_report_path",
+          "vllm_deploy_prometheus_targets_path", "vllm_deploy_speed_report_dir")
+# Facts a role or the playbook sets for a later play, a later role or another host.
+PUBLISHED = ("vllm_common_arriving_paths", "vllm_common_backups", "vllm_common_restart_reasons", "vllm_deploy_failed",
+             "vllm_deploy_not_rolled", "vllm_deploy_reached", "vllm_frontend_door", "vllm_server_backend",
+             "vllm_server_result")
+
+
+def known_names(argument_specs):
+    """Every option name of the argument specs given (each a parsed meta/argument_specs.yml), with DEPLOY and
+    PUBLISHED."""
+    names = set(DEPLOY) | set(PUBLISHED)
+    for spec in argument_specs:
+        for entry in ((spec or {}).get("argument_specs") or {}).values():
+            names.update(((entry or {}).get("options") or {}).keys())
+    return names
+
+
+def unknown(names, known, ignored=()):
+    """A sentence per name with a collection prefix that is neither known nor ``ignored`` (handled elsewhere, such
+    as a variable of an earlier release), with the closest known name when there is one."""
+    out = []
+    for name in sorted(set(names)):
+        if not PREFIXES.match(name) or name in known or name in ignored:
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+        out.append("%s is not a variable of this collection, so it would be ignored%s" % (
+            name, "; did you mean %s?" % close[0] if close else "."))
+    return out
