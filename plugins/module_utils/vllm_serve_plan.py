@@ -237,6 +237,7 @@ _VALUE_RULES = (
     + [(value_rules.count, name, 1) for name in ("vllm_server_log_rotate_keep", "vllm_server_log_rotate_max_age",
                                                  "vllm_server_watchdog_interval", "vllm_server_watchdog_deadline",
                                                  "vllm_server_watchdog_failures")]
+    + [(value_rules.count, "vllm_server_watchdog_backoff")]
 )
 
 

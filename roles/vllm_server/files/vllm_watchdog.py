@@ -81,11 +81,18 @@ def probe(url, path, body, deadline, api_key=""):
         signal.signal(signal.SIGALRM, previous)
 
 
-def decide(state, unit, lock_age, failures_allowed, lock_max_age, result=None):
-    """The next state and the action: 'probe' (the caller probes, then calls again with ``result``), 'kill', or
-    None. ``state`` is the saved one; ``unit`` what systemctl shows now; ``lock_age`` the rollout lock's age in
-    seconds or None; ``result`` (ok, seconds, why) of this run's probe."""
+# The longest a failed unit waits for its next start from the watchdog, however often it failed before.
+BACKOFF_CAP = 3600
+
+
+def decide(state, unit, lock_age, failures_allowed, lock_max_age, result=None, now=None, backoff=0):
+    """The next state and the action: 'probe' (the caller probes, then calls again with ``result``), 'kill',
+    'start' (a unit its start limit stopped, once its backoff has passed), or None. ``state`` is the saved one;
+    ``unit`` what systemctl shows now; ``lock_age`` the rollout lock's age in seconds or None; ``result`` (ok,
+    seconds, why) of this run's probe; ``now`` the wall clock; ``backoff`` the seconds a failed unit waits before
+    the watchdog starts it again (doubled after each such start that did not serve, up to BACKOFF_CAP; 0: never)."""
     state = dict(state)
+    now = time.time() if now is None else now
     # systemd's own restarts after an exit; the one right after the watchdog's kill is the watchdog's.
     new = max(0, unit["nrestarts"] - state.get("seen_nrestarts", unit["nrestarts"]))
     if unit["nrestarts"] < state.get("seen_nrestarts", 0):   # a manual start reset the counter
@@ -96,13 +103,28 @@ def decide(state, unit, lock_age, failures_allowed, lock_max_age, result=None):
     state["exit_restarts"] = state.get("exit_restarts", 0) + new
     state["seen_nrestarts"] = unit["nrestarts"]
     state["unit"] = {k: unit[k] for k in ("active", "sub", "result", "nrestarts")}
+    rolling = lock_age is not None and lock_age < lock_max_age
+    if unit["active"] == "failed" and backoff > 0 and not rolling:
+        # Stopped by its start limit (or failed outright): no request sequence may keep a host down for good.
+        since = state.setdefault("failed_since", now)
+        wait = min(backoff * 2 ** state.get("backoff_in_a_row", 0), BACKOFF_CAP)
+        state.update(up=False, failures=0, note="failed (%s) %d s ago; the watchdog starts it again after %d s" % (
+            unit["result"], now - since, wait))
+        if now - since < wait:
+            return state, None
+        state.pop("failed_since")
+        state.update(backoff_restarts=state.get("backoff_restarts", 0) + 1,
+                     backoff_in_a_row=state.get("backoff_in_a_row", 0) + 1,
+                     note="failed (%s) for %d s: starting it again (backoff %d s)" % (unit["result"], now - since, wait))
+        return state, "start"
+    state.pop("failed_since", None)
     if unit["active"] != "active" or unit["sub"] != "running":
         state.update(up=False, failures=0, note="not running: %s/%s" % (unit["active"], unit["sub"]))
         return state, None
     if unit["pid"] != state.get("pid"):
         # A new server process: it counts as started once a probe has succeeded.
         state.update(pid=unit["pid"], started=False, failures=0)
-    if lock_age is not None and lock_age < lock_max_age:
+    if rolling:
         state.update(note="a deploy is rolling this host")
         return state, None
     if result is None:
@@ -110,7 +132,7 @@ def decide(state, unit, lock_age, failures_allowed, lock_max_age, result=None):
     ok, seconds, why = result
     state["latency"] = round(seconds, 3)
     if ok:
-        state.update(up=True, started=True, failures=0, note="")
+        state.update(up=True, started=True, failures=0, backoff_in_a_row=0, note="")
         return state, None
     state["up"] = False
     if not state.get("started"):
@@ -133,10 +155,11 @@ def textfile(state, service):
         "# TYPE vllm_up gauge",
         "vllm_up{%s} %d" % (label, 1 if state.get("up") else 0),
         "# HELP vllm_restarts_total Restarts of the server by cause: exit (systemd Restart= after the process ended), "
-        "watchdog (liveness probes failed).",
+        "watchdog (liveness probes failed), backoff (a failed unit started again by the watchdog).",
         "# TYPE vllm_restarts_total counter",
         'vllm_restarts_total{%s,cause="exit"} %d' % (label, state.get("exit_restarts", 0)),
         'vllm_restarts_total{%s,cause="watchdog"} %d' % (label, state.get("watchdog_restarts", 0)),
+        'vllm_restarts_total{%s,cause="backoff"} %d' % (label, state.get("backoff_restarts", 0)),
         "# HELP vllm_liveness_latency_seconds Seconds the last liveness probe took.",
         "# TYPE vllm_liveness_latency_seconds gauge",
         "vllm_liveness_latency_seconds{%s} %s" % (label, state.get("latency", 0)),
@@ -180,13 +203,14 @@ def load_state(path):
     return dict((key, value) for key, value in saved.items() if _well_typed(key, value))
 
 
-_COUNTS = ("seen_nrestarts", "exit_restarts", "watchdog_restarts", "failures", "pid")
+_COUNTS = ("seen_nrestarts", "exit_restarts", "watchdog_restarts", "backoff_restarts", "backoff_in_a_row", "failures",
+           "pid")
 
 
 def _well_typed(key, value):
     if key in _COUNTS:
         return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-    if key == "latency":
+    if key in ("latency", "failed_since"):
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if key == "unit":
         return isinstance(value, dict)
@@ -213,6 +237,8 @@ def main(argv=None):
     parser.add_argument("--lock", required=True)
     parser.add_argument("--lock-max-age", type=float, default=3600.0)
     parser.add_argument("--textfile", default="")
+    parser.add_argument("--backoff", type=float, default=0.0,
+                        help="seconds a failed unit waits before the watchdog starts it again (0: never)")
     args = parser.parse_args(argv)
 
     saved = load_state(args.state)
@@ -222,10 +248,11 @@ def main(argv=None):
         lock_age = None
     try:
         unit = unit_state(args.unit)
-        state, action = decide(saved, unit, lock_age, args.failures, args.lock_max_age)
+        state, action = decide(saved, unit, lock_age, args.failures, args.lock_max_age, backoff=args.backoff)
         if action == "probe":
             state, action = decide(state, unit, lock_age, args.failures, args.lock_max_age,
-                                   probe(args.url, args.path, args.body, args.deadline, os.environ.get("VLLM_API_KEY", "")))
+                                   probe(args.url, args.path, args.body, args.deadline, os.environ.get("VLLM_API_KEY", "")),
+                                   backoff=args.backoff)
     except Exception as e:   # a watchdog that cannot decide says so in the metrics, and acts on nothing
         state, action = dict(saved, up=False, note="cannot decide: %s: %s" % (type(e).__name__, e)), None
         unit = {"pid": 0}
@@ -235,6 +262,10 @@ def main(argv=None):
         print("killing %s (pid %d) so systemd starts it again: %d liveness probes failed in a row"
               % (args.unit, unit["pid"], args.failures), flush=True)
         subprocess.run(["systemctl", "kill", "--signal=SIGKILL", args.unit], check=False)
+    elif action == "start":
+        # reset-failed clears the start limit; --no-block: the start is systemd's, this run ends now.
+        subprocess.run(["systemctl", "reset-failed", args.unit], check=False)
+        subprocess.run(["systemctl", "start", "--no-block", args.unit], check=False)
     write_atomically(args.state, json.dumps(state))
     if args.textfile and os.path.isdir(os.path.dirname(args.textfile)):
         write_atomically(args.textfile, textfile(state, args.unit))

@@ -217,3 +217,36 @@ def test_a_watchdog_that_cannot_decide_reports_down_and_why(tmp_path, monkeypatc
     text = textfile.read_text()
     assert 'vllm_up{service="vllm"} 0' in text and 'vllm_watchdog_decided{service="vllm"} 0' in text
     assert "cannot decide: RuntimeError: systemctl gave nothing" in capsys.readouterr().out
+
+
+FAILED_UNIT = dict(RUNNING, active="failed", sub="failed", result="exit-code", pid=0, nrestarts=3)
+
+
+def test_a_unit_its_start_limit_stopped_is_started_again_after_a_growing_backoff():
+    state, action = watchdog.decide({}, FAILED_UNIT, None, 3, 3600, now=1000, backoff=300)
+    assert action is None and state["failed_since"] == 1000
+    state, action = watchdog.decide(state, FAILED_UNIT, None, 3, 3600, now=1299, backoff=300)
+    assert action is None
+    state, action = watchdog.decide(state, FAILED_UNIT, None, 3, 3600, now=1300, backoff=300)
+    assert action == "start" and state["backoff_restarts"] == 1
+    # It failed again: the next start waits twice as long.
+    state, action = watchdog.decide(state, FAILED_UNIT, None, 3, 3600, now=1400, backoff=300)
+    assert action is None
+    state, action = watchdog.decide(state, FAILED_UNIT, None, 3, 3600, now=1400 + 599, backoff=300)
+    assert action is None
+    state, action = watchdog.decide(state, FAILED_UNIT, None, 3, 3600, now=1400 + 600, backoff=300)
+    assert action == "start" and state["backoff_restarts"] == 2
+    assert 'vllm_restarts_total{service="vllm",cause="backoff"} 2' in watchdog.textfile(state, "vllm")
+    # Once it serves, the backoff starts from the beginning again.
+    state, action = watchdog.decide(state, RUNNING, None, 3, 3600, result=OK, now=3000, backoff=300)
+    assert state["backoff_in_a_row"] == 0 and "failed_since" not in state
+
+
+def test_a_failed_unit_is_left_alone_while_a_deploy_rolls_it_or_without_a_backoff():
+    state, action = watchdog.decide({"failed_since": 0}, FAILED_UNIT, 5, 3, 3600, now=10**6, backoff=300)
+    assert action is None
+    state, action = watchdog.decide({"failed_since": 0}, FAILED_UNIT, None, 3, 3600, now=10**6, backoff=0)
+    assert action is None
+    # Stopped on purpose (inactive), not failed: never started by the watchdog.
+    stopped = dict(FAILED_UNIT, active="inactive", sub="dead", result="success")
+    assert watchdog.decide({}, stopped, None, 3, 3600, now=10**6, backoff=300)[1] is None
