@@ -8,9 +8,18 @@ server the deploy started. Hosts the deploy did not restart were not measured; t
 
 from __future__ import annotations
 
+import re
+
 
 def _number(value, digits=2):
     return "-" if value is None else "%.*f" % (digits, value)
+
+
+def file_name(host):
+    """A file name for an inventory host name that stays in its directory: anything but letters, digits, . _ and -
+    becomes _, and it never starts with a dot (no .., no hidden file)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", str(host))
+    return "_" + name if not name or name.startswith(".") else name
 
 
 def measured(rows):

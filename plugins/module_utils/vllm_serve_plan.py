@@ -288,14 +288,19 @@ def _words(settings):
     return words + [_word(word) for word in settings.get("extra_args", [])]
 
 
+def _bracketed(host):
+    """An IPv6 literal in brackets, as a URL needs it; any other host as it is."""
+    return "[%s]" % host if ":" in host and not host.startswith("[") else host
+
+
 def server_urls(host, port, public_name):
     """Where this host probes its server (a wildcard bind is probed on loopback; IPv6 literals get brackets),
     and the endpoint, address and port a client elsewhere uses (the inventory's name for the host behind a
     wildcard bind)."""
     host = "" if host is None else str(host)
     wildcard = host in http_probe.WILDCARD_HOSTS
-    probe = "127.0.0.1" if wildcard else ("[%s]" % host if ":" in host and not host.startswith("[") else host)
-    address = public_name if wildcard else probe
+    probe = "127.0.0.1" if wildcard else _bracketed(host)
+    address = _bracketed(str(public_name)) if wildcard else probe
     return {"health_url": "http://%s:%s/health" % (probe, port), "local_url": "http://%s:%s" % (probe, port),
             "endpoint": "http://%s:%s" % (address, port), "address": address.strip("[]"), "port": int(port)}
 

@@ -66,7 +66,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.bench_report import baseline_of, chart, host_record, markdown, measured
+from ansible_collections.llmops.vllm.plugins.module_utils.bench_report import (baseline_of, chart, file_name, host_record,
+                                                                         markdown, measured)
 
 
 def main():
@@ -91,7 +92,7 @@ def main():
         os.makedirs(directory, 0o755)
     files, notes = [], []
     for row in measured(rows):
-        path = os.path.join(directory, "%s.json" % row["host"])
+        path = os.path.join(directory, "%s.json" % file_name(row["host"]))
         with open(path, "w") as fh:
             json.dump(host_record(row, p["run_id"]), fh, indent=2, sort_keys=True)
             fh.write("\n")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import struct
 
-from ansible_collections.llmops.vllm.plugins.module_utils.bench_report import baseline_of, chart, host_record, markdown, measured
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils.bench_report import (baseline_of, chart, file_name, host_record,
+                                                                        markdown, measured)
 
 FAST = {"host": "gpu-node-1", "status": "ready", "reason": "ready", "version": "0.20.2", "endpoint": "http://gpu-node-1:8000",
         "bench": {"decode_tokens_per_second": 181.234, "output_tokens_per_second": {"1": 170.0, "8": 912.5},
@@ -55,3 +58,9 @@ def test_a_chart_without_speculative_figures_still_draws(tmp_path):
     plain = dict(FAST, bench=dict(FAST["bench"], per_position_acceptance=[], acceptance_length=None))
     assert chart([plain], "r", str(tmp_path / "report.png")) is None
     assert (tmp_path / "report.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("host,name", [("gpu-node-1", "gpu-node-1"), ("../../etc/cron.d/x", "_.._.._etc_cron.d_x"),
+                                       ("..", "_.."), ("", "_"), ("a b/c", "a_b_c"), ("2001:db8::1", "2001_db8__1")])
+def test_a_host_name_makes_a_file_name_that_stays_in_its_directory(host, name):
+    assert file_name(host) == name and "/" not in file_name(host)

@@ -218,3 +218,10 @@ def test_a_key_loads_the_middleware_that_guards_every_path():
     assert "--middleware" not in argv(dict(QWEN, api_key_set=False))
     # A user's own middleware is theirs to add, beside the collection's.
     assert argv_problems(dict(QWEN, args={"middleware": "my.Mw"})) == []
+
+
+def test_an_ipv6_public_address_behind_a_wildcard_makes_a_valid_endpoint_and_target():
+    from ansible_collections.llmops.vllm.plugins.module_utils.prometheus_targets import target_of
+    urls = server_urls("0.0.0.0", 8000, "2001:db8::1")
+    assert urls["endpoint"] == "http://[2001:db8::1]:8000" and urls["address"] == "2001:db8::1"
+    assert target_of(urls["endpoint"]) == "[2001:db8::1]:8000"
