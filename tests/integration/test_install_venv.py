@@ -144,3 +144,24 @@ def test_a_stray_flash_attn_fails_the_install_naming_the_fix(repo_root: Path, in
     assert "No module named 'flash_attn.ops'" in run.stdout
     assert "vllm_install_flash_attn: none" in run.stdout and "vllm_install_flash_attn: wheel" in run.stdout
     assert f"cp{sys.version_info[0]}{sys.version_info[1]}" in run.stdout
+
+
+def test_index_urls_reach_pip_through_its_environment_not_its_argv(tmp_path: Path):
+    """An index URL may carry credentials: argv shows in ps and in every task result, the environment does not."""
+    out = tmp_path / "pip.json"
+    run = run_playbook([{
+        "name": "The pip settings", "hosts": "localhost", "gather_facts": False,
+        "vars": {"vllm_install_index_url": "https://user:s3cret@pypi.example/simple",
+                 "vllm_install_extra_index_urls": ["https://a.example/simple", "https://b.example/simple"]},
+        "tasks": [
+            {"name": "Load the role's settings", "ansible.builtin.include_role": {
+                "name": "llmops.vllm.vllm_install", "tasks_from": "preflight", "public": True}},
+            {"name": "Save them", "ansible.builtin.copy": {
+                "content": "{{ {'args': _vllm_install_pip_source_args, 'env': _vllm_install_pip_env} | to_json }}",
+                "dest": str(out), "mode": "0644"}},
+        ]}], timeout=120)
+    assert run.rc == 0, run.report()
+    pip = json.loads(out.read_text())
+    assert pip["args"] == [] and "s3cret" not in json.dumps(pip["args"])
+    assert pip["env"] == {"PIP_INDEX_URL": "https://user:s3cret@pypi.example/simple",
+                          "PIP_EXTRA_INDEX_URL": "https://a.example/simple https://b.example/simple"}
