@@ -69,10 +69,19 @@ def test_argument_specs_match_defaults(role):
             assert options[name].get("default") == value, f"{role.name}:{entry} default of {name}"
 
 
-# JSON has no comment syntax, so rendered JSON files carry no header.
-COMMENTABLE_TEMPLATES = sorted(t for t in REPO.glob("roles/*/templates/*.j2") if not t.name.endswith(".json.j2"))
+# JSON has no comment syntax, so rendered JSON files carry no header. A partial (_NAME.j2) is no file of its own: it
+# is included by a template that carries the header.
+COMMENTABLE_TEMPLATES = sorted(t for t in REPO.glob("roles/*/templates/*.j2")
+                               if not t.name.endswith(".json.j2") and not t.name.startswith("_"))
+PARTIALS = sorted(REPO.glob("roles/*/templates/_*.j2"))
 
 
 @pytest.mark.parametrize("template", COMMENTABLE_TEMPLATES, ids=lambda p: p.name)
 def test_templates_carry_the_managed_header(template):
     assert "ansible_managed | comment" in template.read_text().splitlines()[0]
+
+
+@pytest.mark.parametrize("partial", PARTIALS, ids=lambda p: p.name)
+def test_partials_are_included_by_a_template(partial):
+    including = [t for t in COMMENTABLE_TEMPLATES if t.parent == partial.parent and "'%s'" % partial.name in t.read_text()]
+    assert including, "%s is included by no template" % partial.name
