@@ -231,9 +231,9 @@ _VALUE_RULES = (
     + [(value_rules.ip_address, "vllm_server_internal_address"), (value_rules.interface, "vllm_server_internal_interface"),
        (value_rules.env_names, "vllm_server_env"), (value_rules.env_values, "vllm_server_env"),
        (value_rules.env_names, "vllm_server_unset_env"), (value_rules.logrotate_size, "vllm_server_log_rotate_size")]
-    + [(value_rules.abs_path, name) for name in ("vllm_server_unit_dir", "vllm_server_config_dir", "vllm_server_log_dir",
-                                                  "vllm_server_state_dir", "vllm_server_cache_dir",
-                                                  "vllm_server_private_dir", "vllm_server_textfile_dir")]
+    + [(value_rules.abs_path, name) for name in (
+        "vllm_server_unit_dir", "vllm_server_config_dir", "vllm_server_log_dir", "vllm_server_state_dir",
+        "vllm_server_cache_dir", "vllm_server_private_dir", "vllm_server_textfile_dir")]
     + [(value_rules.count, name, 1) for name in ("vllm_server_log_rotate_keep", "vllm_server_log_rotate_max_age",
                                                  "vllm_server_watchdog_interval", "vllm_server_watchdog_deadline",
                                                  "vllm_server_watchdog_failures")]

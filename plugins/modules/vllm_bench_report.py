@@ -66,8 +66,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.bench_report import (baseline_of, chart, file_name, host_record,
-                                                                         markdown, measured)
+from ansible_collections.llmops.vllm.plugins.module_utils.bench_report import (
+    baseline_of, chart, file_name, host_record, markdown, measured)
 
 
 def main():

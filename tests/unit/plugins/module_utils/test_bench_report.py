@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.bench_report import (baseline_of, chart, file_name, host_record,
-                                                                        markdown, measured)
+from ansible_collections.llmops.vllm.plugins.module_utils.bench_report import (
+    baseline_of, chart, file_name, host_record, markdown, measured)
 
 FAST = {"host": "gpu-node-1", "status": "ready", "reason": "ready", "version": "0.20.2", "endpoint": "http://gpu-node-1:8000",
         "bench": {"decode_tokens_per_second": 181.234, "output_tokens_per_second": {"1": 170.0, "8": 912.5},

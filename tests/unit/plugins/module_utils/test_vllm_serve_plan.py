@@ -125,8 +125,8 @@ def test_served_model_name_may_list_several_names():
     ({"extra_args": ["-tp", "4"]}, "--tp has its own variable; set vllm_server_tensor_parallel_size"),
     ({"args": {"seed": ["1", "--host", "0.0.0.0"]}}, "vllm_server_args.seed: --host has its own variable; set vllm_server_host"),
     ({"args": {"served_model_nam": "x"}}, "sets --served-model-name"),
-    ({"args": {"speculative-config.method": "x"}}, "vllm_server_args.speculative-config.method: 'speculative-config.method' "
-                                                    "is not a vLLM CLI name"),
+    ({"args": {"speculative-config.method": "x"}},
+     "vllm_server_args.speculative-config.method: 'speculative-config.method' is not a vLLM CLI name"),
     ({"extra_args": ["--speculative_config.num_speculative_tokens=3"]}, "sets --speculative-config"),
     ({"extra_args": ["--config", "/etc/x.yaml"]}, "'--config' is refused: a --config file could set any flag"),
     ({"extra_args": [True]}, "vllm_server_extra_args items must be strings or numbers"),
