@@ -62,6 +62,21 @@ def command(python, executable, argv):
     return [python, "-c", PROBE, executable] + [str(word) for word in argv]
 
 
+def sandboxed(check, properties, user, group, environment, working_directory, timeout):
+    """``check`` as a transient systemd service under the unit's own sandbox ``properties`` (its ``Key=value``
+    lines), as ``user``: remote model code (trust-remote-code) then runs where the server would run it, not as
+    root and not outside the sandbox. ``--wait --pipe`` hands back its output and exit status; RuntimeMaxSec ends
+    it at ``timeout`` whatever happens to this process."""
+    argv = ["systemd-run", "--quiet", "--wait", "--pipe", "--collect", "--service-type=exec",
+            "--working-directory=%s" % working_directory, "-p", "User=%s" % user, "-p", "Group=%s" % (group or user),
+            "-p", "RuntimeMaxSec=%d" % int(timeout)]
+    for line in properties:
+        argv += ["-p", str(line)]
+    for name, value in sorted(environment.items()):
+        argv.append("--setenv=%s=%s" % (name, value))
+    return argv + ["--"] + list(check)
+
+
 def interpret(rc, output, seconds, timeout=None):
     """The result of a check from the probe's exit code and output (stdout and stderr together).
 

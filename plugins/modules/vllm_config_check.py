@@ -53,6 +53,24 @@ options:
         owned by root. Only when the module runs as root; empty runs it as the module's user.
     type: str
     default: ""
+  sandbox:
+    description:
+      - The service's sandbox, as the unit's C(Key=value) lines (C(ProtectSystem=strict), C(ReadWritePaths=...), ...).
+        Given, and where systemd runs the host, the check runs as a transient service under those lines as O(user)
+        (C(systemd-run --wait --pipe)), in O(working_directory), with C(HOME) from O(environment): remote model code
+        runs where the server would run it. Without systemd it runs with C(setpriv) as O(user), and says so
+        (RV(sandboxed) false).
+    type: list
+    elements: str
+    default: []
+  group:
+    description: The service's group, with O(sandbox); empty is O(user).
+    type: str
+    default: ""
+  working_directory:
+    description: The service's working directory, with O(sandbox).
+    type: path
+    default: /
 extends_documentation_fragment:
   - llmops.vllm.attributes.read_only
 """
@@ -96,6 +114,10 @@ accepted:
   description: For an accepted command, the vLLM version and the scheduler budget vLLM settled on.
   returned: always
   type: dict
+sandboxed:
+  description: Whether the check ran under O(sandbox) as a transient systemd service.
+  returned: when the check ran
+  type: bool
 output_tail:
   description: The last lines vLLM printed.
   returned: always
@@ -111,7 +133,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_config_check import command, interpret, message
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_config_check import command, interpret, message, sandboxed
 
 
 def main():
@@ -122,6 +144,9 @@ def main():
             environment=dict(type="dict", default={}),
             timeout=dict(type="int", default=300),
             user=dict(type="str", default=""),
+            sandbox=dict(type="list", elements="str", default=[]),
+            group=dict(type="str", default=""),
+            working_directory=dict(type="path", default="/"),
         ),
         supports_check_mode=True,
     )
@@ -133,6 +158,20 @@ def main():
                          detail="no virtualenv at %s yet: the command is checked once vllm_install has installed it"
                                 % os.path.dirname(os.path.dirname(python)),
                          msg="the command was not checked: %s does not exist yet" % python)
+    p = module.params
+    if p["sandbox"] and p["user"] and os.geteuid() == 0 and os.path.isdir("/run/systemd/system"):
+        env = dict((str(k), str(v)) for k, v in p["environment"].items())
+        env.setdefault("LANG", "C.UTF-8")
+        argv = sandboxed(command(python, executable, p["argv"]), p["sandbox"], p["user"], p["group"], env,
+                         p["working_directory"], p["timeout"])
+        started = time.monotonic()
+        rc, out, err = module.run_command(["timeout", str(p["timeout"] + 30)] + argv)
+        result = interpret(rc, (out or "") + (err or ""), time.monotonic() - started, p["timeout"])
+        result["sandboxed"] = True
+        msg = message(result, python)
+        if result["status"] == "refused":
+            module.fail_json(changed=False, msg=msg, **result)
+        module.exit_json(changed=False, msg=msg, **result)
     drop = []
     home = tempfile.mkdtemp(prefix="vllm-config-check-")
     user = module.params["user"]
@@ -154,6 +193,7 @@ def main():
     finally:
         shutil.rmtree(home, ignore_errors=True)
     result = interpret(rc, (out or "") + (err or ""), time.monotonic() - started, module.params["timeout"])
+    result["sandboxed"] = False
     msg = message(result, python)
     if result["status"] == "refused":
         module.fail_json(changed=False, msg=msg, **result)

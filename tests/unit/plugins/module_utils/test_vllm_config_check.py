@@ -40,3 +40,16 @@ def test_a_check_that_hangs_is_a_timeout_and_nothing_to_check_with_is_no_failure
     assert interpret(124, "Loading", 300.0, timeout=300)["reason"] == "timeout"
     result = interpret(0, MARK + json.dumps({"unavailable": "vLLM 0.6.3 has no serve subcommand"}), 3.0)
     assert result["status"] == "unavailable" and "not checked" in message(result, "p")
+
+
+def test_the_sandboxed_check_is_a_transient_service_under_the_units_own_lines():
+    from ansible_collections.llmops.vllm.plugins.module_utils.vllm_config_check import sandboxed
+    argv = sandboxed(["/venv/bin/python", "-c", "probe", "/venv/bin/vllm", "serve", "m"],
+                     ["ProtectSystem=strict", "ReadWritePaths=/var/lib/vllm /var/cache/vllm", "CapabilityBoundingSet="],
+                     "vllm", "vllm", {"HOME": "/var/lib/vllm", "HF_HUB_OFFLINE": "1"}, "/var/lib/vllm", 300)
+    assert argv[:5] == ["systemd-run", "--quiet", "--wait", "--pipe", "--collect"]
+    pairs = [argv[i + 1] for i, word in enumerate(argv) if word == "-p"]
+    assert pairs == ["User=vllm", "Group=vllm", "RuntimeMaxSec=300", "ProtectSystem=strict",
+                     "ReadWritePaths=/var/lib/vllm /var/cache/vllm", "CapabilityBoundingSet="]
+    assert "--setenv=HOME=/var/lib/vllm" in argv and "--working-directory=/var/lib/vllm" in argv
+    assert argv[argv.index("--") + 1:] == ["/venv/bin/python", "-c", "probe", "/venv/bin/vllm", "serve", "m"]
