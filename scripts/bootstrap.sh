@@ -13,6 +13,7 @@ command -v git >/dev/null || need_pkgs+=(git)
 command -v systemd-analyze >/dev/null || need_pkgs+=(systemd)   # the unit tests verify rendered units
 command -v shellcheck >/dev/null || need_pkgs+=(shellcheck)   # ansible-test sanity checks the scripts
 command -v haproxy >/dev/null || need_pkgs+=(haproxy)   # the front door tests run Debian's HAProxy on loopback
+command -v logrotate >/dev/null || need_pkgs+=(logrotate)   # the tests read the rendered rotation with logrotate -d
 "$PY" -c 'import ensurepip, venv' 2>/dev/null || need_pkgs+=(python3-venv)
 ldconfig -p | grep -q 'libnuma.so.1 ' || need_pkgs+=(libnuma1)
 if ((${#need_pkgs[@]})); then

@@ -18,8 +18,9 @@ import re
 # RFC 6750 section 2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
 _B64TOKEN = re.compile(r"^[A-Za-z0-9._~+/-]+=*$")
 # A path systemd, logrotate and HAProxy all read as one word: absolute, no white space, control characters, quotes,
-# specifiers (%), variables ($), globs or backslashes, no . or .. component, no trailing slash.
-_PATH = re.compile(r"^(/[A-Za-z0-9._@+,:=~-]+)+$")
+# specifiers (%), variables ($), globs, backslashes, or the separators some directives give a meaning (: , = ~),
+# no . or .. component, no trailing slash.
+_PATH = re.compile(r"^(/[A-Za-z0-9._@+-]+)+$")
 # systemd unit names (without the suffix), user and group names, HAProxy backend names.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 # Linux interface names: at most 15 bytes (IFNAMSIZ), no / or white space.
@@ -65,8 +66,8 @@ def api_key(name, value):
 def abs_path(name, value, system_ok=True):
     """An absolute path every consumer reads as one word; with ``system_ok`` false, not a system directory."""
     if not isinstance(value, str) or not _PATH.fullmatch(value) or "/./" in value + "/" or "/../" in value + "/":
-        return ("%s must be an absolute path of letters, digits and . _ @ + , : = ~ - between slashes (no white space, "
-                "quotes, %%, $, *, \\ or . and .. components, no trailing slash), got %s." % (name, _shown(value)))
+        return ("%s must be an absolute path of letters, digits and . _ @ + - between slashes (no white space, quotes, "
+                "%%, $, *, \\, : , = ~ or . and .. components, no trailing slash), got %s." % (name, _shown(value)))
     if not system_ok and value in _SYSTEM_DIRS:
         return "%s is %s, a system directory: give the role a directory of its own." % (name, value)
     return None

@@ -194,3 +194,16 @@ def test_the_offline_and_no_usage_defaults_stay_when_the_env_is_set(repo_root: P
     for line in ("Environment=HF_HUB_OFFLINE=1", "Environment=VLLM_NO_USAGE_STATS=1", "Environment=DO_NOT_TRACK=1",
                  "Environment=VLLM_LOGGING_LEVEL=DEBUG"):
         assert line in unit
+
+
+def test_logrotate_reads_the_rendered_rotation_as_meant(rendered: Path, tmp_path: Path):
+    """logrotate itself, in debug mode (nothing rotated): one log, its size and count, no script anywhere."""
+    conf = tmp_path / "vllm.logrotate"
+    conf.write_text((rendered / "gpu-node-1-vllm-logrotate.conf").read_text())
+    proc = subprocess.run(["logrotate", "-d", "--state", str(tmp_path / "state"), str(conf)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "Handling 1 logs" in out and "rotating pattern: /var/log/vllm/vllm.log  after 1 days (5 rotations)" in out
+    assert "log files >= 104857600 are rotated earlier" in out
+    assert "error" not in out.lower() and "script" not in out.lower(), out

@@ -55,6 +55,8 @@ HOSTILE_PATHS = [
     "/var/log/\tvllm",
     "/var/log/vl*m",
     "/var/log\\vllm",
+    "/var/log/vllm:/etc",                                         # a separator BindPaths= and others read
+    "/var/log/~root",
     "",
 ]
 SECRETS = ["vllm_server_api_key", "vllm_server_metrics_token", "vllm_server_hf_token"]
@@ -119,7 +121,7 @@ def test_the_good_values_pass():
 
 
 def test_the_list_is_long_enough_to_mean_something():
-    assert len(CASES) >= 150
+    assert len(CASES) >= 200
 
 
 @pytest.mark.parametrize("name,value", CASES, ids=["%s=%r" % case for case in CASES])
