@@ -57,7 +57,7 @@ options:
     description:
       - The service's sandbox, as the unit's C(Key=value) lines (C(ProtectSystem=strict), C(ReadWritePaths=...), ...).
         Given, and where systemd runs the host, the check runs as a transient service under those lines as O(user)
-        (C(systemd-run --wait --pipe)), in O(working_directory), with C(HOME) from O(environment): remote model code
+        (C(systemd-run --wait --pipe)), in O(working_directory), with C(HOME) from O(environment), so remote model code
         runs where the server would run it. Without systemd it runs with C(setpriv) as O(user), and says so
         (RV(sandboxed) false).
     type: list
