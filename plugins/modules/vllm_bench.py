@@ -74,8 +74,8 @@ options:
       - Directory on the host for the saved result of each run (C(vllm bench serve --save-result)), made if missing.
         It must be writable by its owner only, this module's user (root); a link, or a directory another user could
         write, is refused.
-      - With O(user), the client writes into a fresh private directory inside it, which the module reads without
-        following links, copies from and removes.
+      - The client writes into a fresh private directory of its own (owned by O(user)), which the module reads
+        without following links, copies from into O(result_dir) and removes.
     type: path
     required: true
   environment:
@@ -247,8 +247,9 @@ def main():
     except (safe_files.UnsafePath, OSError) as e:
         module.fail_json(changed=False, status="failed", reason="bench_failed", notes=[],
                          **dict(empty, msg="result_dir: %s" % e))
-    # The client runs as the service user: it writes into a fresh directory of its own, never a name root reuses.
-    run_dir = tempfile.mkdtemp(prefix=".run-", dir=p["result_dir"])
+    # The client runs as the service user: it writes into a fresh directory of its own (result_dir is root's alone,
+    # and may lie below a directory the service user cannot enter), never a name root reuses.
+    run_dir = tempfile.mkdtemp(prefix="vllm-bench-")
     if drop:
         os.chown(run_dir, entry.pw_uid, entry.pw_gid)
     env = dict((str(k), str(v)) for k, v in p["environment"].items())
