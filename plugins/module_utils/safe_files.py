@@ -30,6 +30,8 @@ def open_regular(path):
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise UnsafePath("%s is a symbolic link; it is not followed" % path) from None
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise UnsafePath("%s cannot be read: %s" % (path, e.strerror)) from None
         raise
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):

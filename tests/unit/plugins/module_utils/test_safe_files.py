@@ -89,3 +89,14 @@ def test_root_dir_refuses_a_directory_of_another_user(tmp_path):
     os.chown(other, 65534, 65534)
     with pytest.raises(safe_files.UnsafePath, match="belongs to uid 65534"):
         safe_files.root_dir(str(other))
+
+
+def test_an_unreadable_file_is_named_not_a_traceback(tmp_path, monkeypatch):
+    path = tmp_path / "vllm.log"
+    path.write_text("x\n")
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(safe_files.os, "open", denied)
+    with pytest.raises(safe_files.UnsafePath, match="vllm.log cannot be read: Permission denied"):
+        list(LogFollower(str(path), start_cursor(str(path), 0)).read())
