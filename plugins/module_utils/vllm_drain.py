@@ -31,15 +31,16 @@ def metrics_url_for(url):
     return http_probe.url_beside(url, "/metrics")
 
 
-def _fetch(url, timeout):
-    result = http_probe.get(url, timeout)
+def fetch_in_flight(url, timeout, headers=None):
+    """(requests in flight, None), or (None, why) when /metrics cannot be read."""
+    result = http_probe.get(url, timeout, headers)
     if result.status != 200:
         return None, result.error or "HTTP %s" % result.status
     count = in_flight(result.body.decode("utf-8", "replace"))
     return count, None if count is not None else "no vllm:num_requests_* gauges in /metrics"
 
 
-def drain(url, timeout, interval=0.5, clock=time.monotonic, sleep=time.sleep, fetch=_fetch):
+def drain(url, timeout, interval=0.5, clock=time.monotonic, sleep=time.sleep, fetch=fetch_in_flight):
     """Poll ``url`` (a /metrics URL) until nothing is in flight or ``timeout`` seconds passed.
 
     Returns a dict: ``status`` (``drained``, ``timeout`` or ``unreachable``, the last when the first read

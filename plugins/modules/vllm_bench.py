@@ -232,7 +232,7 @@ def main():
                 "the warm-up completion got %s from %s/v1/completions" % (answer.status or answer.error, base))))
 
     def read_metrics():
-        answer = http_probe.get(base + "/metrics", 10)
+        answer = http_probe.get(base + "/metrics", 10, headers)
         if answer.status != 200:
             module.fail_json(changed=False, status="failed", reason="bench_failed", notes=[], **dict(empty, msg=(
                 "%s/metrics answered %s" % (base, answer.status or answer.error))))

@@ -30,6 +30,10 @@ options:
     description: Seconds between two reads.
     type: float
     default: 0.5
+  api_key:
+    description: The server's API key (C(/metrics) needs it, or its metrics token, once the server has a key).
+    type: str
+    default: ""
 extends_documentation_fragment:
   - llmops.vllm.attributes.read_only
 """
@@ -71,7 +75,7 @@ detail:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_drain import drain, metrics_url_for
+from ansible_collections.llmops.vllm.plugins.module_utils.vllm_drain import drain, fetch_in_flight, metrics_url_for
 
 
 def main():
@@ -80,10 +84,14 @@ def main():
             url=dict(type="str", required=True),
             timeout=dict(type="float", default=120),
             interval=dict(type="float", default=0.5),
+            api_key=dict(type="str", default="", no_log=True),
         ),
         supports_check_mode=True,
     )
-    result = drain(metrics_url_for(module.params["url"]), module.params["timeout"], module.params["interval"])
+    p = module.params
+    headers = {"Authorization": "Bearer %s" % p["api_key"]} if p["api_key"] else {}
+    result = drain(metrics_url_for(p["url"]), p["timeout"], p["interval"],
+                   fetch=lambda url, timeout: fetch_in_flight(url, timeout, headers))
     module.exit_json(changed=False, **result)
 
 

@@ -68,3 +68,18 @@ def test_the_key_and_the_metrics_token_open_what_they_should(keyed_server):
     assert status == 200 and b"vllm:" in body
     assert send(url(keyed_server), "POST", "/v1/completions", METRICS)[0] == 401
     assert send(url(keyed_server), "POST", "/invocations", METRICS)[0] == 401
+
+
+def test_the_speed_gate_and_the_drain_read_a_keyed_server(keyed_server, engine_python, vllm_cli, tiny_models, tmp_path):
+    """Both read /metrics, which the key now guards too."""
+    cli = tmp_path / "vllm-cpu-cli"
+    cli.write_text("#!%s\n%s" % (engine_python, vllm_cli.read_text()))
+    cli.chmod(0o755)
+    bench = run_module("llmops.vllm.vllm_bench", {
+        "executable": str(cli), "url": url(keyed_server), "model": "tiny-qwen3", "api_key": KEY,
+        "tokenizer": str(tiny_models["target"]), "result_dir": str(tmp_path / "bench"), "num_prompts": 2,
+        "input_len": 8, "output_len": 8, "warmups": 1}, timeout=600).result()
+    assert bench["status"] == "passed", bench.get("msg")
+    drained = run_module("llmops.vllm.vllm_drain", {"url": url(keyed_server) + "/health", "timeout": 5,
+                                                    "api_key": KEY}).result()
+    assert drained["status"] == "drained", drained

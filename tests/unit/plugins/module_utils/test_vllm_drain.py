@@ -97,3 +97,12 @@ def test_against_a_real_http_server(http_stub):
     assert result["status"] == "drained" and result["most"] == 1 and seen == [0.5]
     http_stub.routes["/metrics"] = Route(503)
     assert drain(http_stub.url + "/metrics", 5)["detail"].endswith("HTTP 503")
+
+
+def test_the_key_goes_with_every_read(http_stub):
+    from ansible_collections.llmops.vllm.plugins.module_utils.vllm_drain import fetch_in_flight
+    from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
+
+    http_stub.routes["/metrics"] = Route(body=METRICS % (0, 0))
+    assert fetch_in_flight(http_stub.url + "/metrics", 5, {"Authorization": "Bearer k"}) == (0, None)
+    assert http_stub.requests[-1].headers.get("Authorization") == "Bearer k"
