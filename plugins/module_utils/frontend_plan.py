@@ -9,10 +9,9 @@ than take a working server out of traffic because the controller lost its SSH se
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import re
-
-import hashlib
 
 from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe, value_rules
 

@@ -15,7 +15,6 @@ import socket
 import subprocess
 import threading
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe
 from ansible_collections.llmops.vllm.tests.ansible_cli import run_module, run_playbook
+from ansible_collections.llmops.vllm.tests.fixtures import vllm_routes
 from ansible_collections.llmops.vllm.tests.fixtures.http_stub import HttpStub, Route
 
 COMPLETION = Route(body={"choices": [{"text": "ok", "finish_reason": "length"}]}, delay=0.2)
@@ -199,17 +199,9 @@ def test_the_health_check_is_the_liveness_probe_and_takes_a_hung_engine_out(fron
 KEY = "front-door-key-0123456789"
 
 
-def through(door, path, token=None, method=None, body=b'{"prompt": "hi", "max_tokens": 4}'):
-    url = door["url"].replace("/v1/completions", path)
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = "Bearer " + token
-    request = urllib.request.Request(url, body if method != "GET" else None, headers, method=method or "POST")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as resp:
-            return resp.status
-    except urllib.error.HTTPError as e:
-        return e.code
+def through(door, path, token=None, method="POST"):
+    """The status of one request through the front door (tests/fixtures/vllm_routes.py sends it)."""
+    return vllm_routes.send(door["url"].replace("/v1/completions", ""), method, path, token)[0]
 
 
 def test_the_front_door_forwards_only_client_paths_and_checks_the_key(tmp_path: Path):

@@ -181,6 +181,8 @@ def textfile(state, service):
 
 
 STATE_LIMIT = 64 * 1024
+_COUNTS = ("seen_nrestarts", "exit_restarts", "watchdog_restarts", "backoff_restarts", "backoff_in_a_row", "failures",
+           "pid")
 
 
 def load_state(path):
@@ -192,7 +194,8 @@ def load_state(path):
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return {}
-        saved = json.loads(os.read(fd, STATE_LIMIT + 1)[:STATE_LIMIT + 1] or b"{}")
+        data = os.read(fd, STATE_LIMIT + 1)
+        saved = json.loads(data or b"{}") if len(data) <= STATE_LIMIT else {}
     except (OSError, ValueError):
         return {}
     finally:
@@ -201,10 +204,6 @@ def load_state(path):
         return {}
     # Counters of the wrong type (a hand edit, a partial write) start again rather than crash every run.
     return dict((key, value) for key, value in saved.items() if _well_typed(key, value))
-
-
-_COUNTS = ("seen_nrestarts", "exit_restarts", "watchdog_restarts", "backoff_restarts", "backoff_in_a_row", "failures",
-           "pid")
 
 
 def _well_typed(key, value):
