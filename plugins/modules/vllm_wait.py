@@ -52,6 +52,7 @@ options:
     description:
       - The RV(cursor) returned by an earlier call, to resume from its log position, milestones seen and process
         or unit baseline (so a unit that restarted in between is reported as a failure). Overrides O(log_offset).
+      - For a later task; not for the retries of one C(until) loop, whose arguments Ansible templates once.
     type: str
   unit:
     description:
@@ -120,8 +121,9 @@ options:
 extends_documentation_fragment:
   - llmops.vllm.attributes.read_only
 notes:
-  - Safe under C(async). For very long starts, short calls in an C(until) loop can pass RV(cursor) along instead of
-    holding one long connection.
+  - Safe under C(async). For very long starts, short calls in an C(until) loop avoid holding one long connection;
+    each retry reads again from O(log_offset), because Ansible templates a task's arguments once for all its retries,
+    so one retry cannot hand RV(cursor) to the next. RV(cursor) resumes in a later task.
   - Linux only (reads C(/proc)).
 """
 
@@ -145,11 +147,12 @@ EXAMPLES = r"""
     expect_model: qwen3.6-27b
     timeout: 900
 
-- name: Wait in short steps, resuming from the cursor
+# Each retry reads again from the same offset (arguments are templated once for all retries).
+- name: Wait in short steps
   llmops.vllm.vllm_wait:
     pid: "{{ vllm_pid }}"
     log_path: /srv/vllm/serve.log
-    log_offset: end
+    log_offset: "{{ vllm_log_before.stat.size | default(0) }}"
     timeout: 60
     fail_patterns:
       - pattern: "CUDA error: an illegal memory access"

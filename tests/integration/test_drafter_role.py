@@ -34,11 +34,12 @@ PLAYBOOK = """\
         name: llmops.vllm.vllm_drafter
         tasks_from: "{{ entry_point }}"
 
-    - name: Save what the role tells the server role
+    # The role keeps no backup beside the live config (the server role keeps what its last good start loaded).
+    - name: Save the role's result and any backup it left
       ansible.builtin.copy:
         content: >-
-          {{ {'changed': ('drafter or model files changed' in vllm_common_restart_reasons) if vllm_common_restart_reasons is defined else None,
-              'backup': (vllm_common_backups | map(attribute='backup') | first | default('')) if vllm_common_backups is defined else None}
+          {{ {'changed': vllm_drafter_result.changed if vllm_drafter_result is defined else None,
+              'backup': query('ansible.builtin.fileglob', vllm_common_drafter_dir ~ '/config.json.*') | first | default('')}
              | to_json }}
         dest: "{{ facts_file }}"
         mode: "0644"
@@ -183,13 +184,12 @@ def test_staging_renders_the_new_config_beside_the_live_one(play, role_vars):
     rolled = play(overridden)
 
     assert rolled.returncode == 0, rolled.output
-    assert rolled.facts["changed"] is True
-    assert Path(rolled.facts["backup"]).read_text() == live
+    assert rolled.facts == {"changed": True, "backup": ""}
     assert (render_dir / "config.json").read_text() == staged.read_text()
     assert rendered_config(role_vars)["max_position_embeddings"] == 256
 
 
-def test_changes_keep_a_backup_and_follow_the_checkpoint_files(play, role_vars, models):
+def test_changes_follow_the_checkpoint_files(play, role_vars, models):
     _target, drafter = models
     render_dir = Path(role_vars["vllm_common_drafter_dir"])
     assert play(role_vars).returncode == 0
@@ -199,9 +199,8 @@ def test_changes_keep_a_backup_and_follow_the_checkpoint_files(play, role_vars, 
     updated = play({**role_vars, "vllm_drafter_config_overrides": {"max_position_embeddings": 256, "dflash_config": {"block_size": 4}}})
 
     assert updated.returncode == 0, updated.output
-    assert updated.facts["changed"] is True
-    backup = Path(updated.facts["backup"])
-    assert backup.parent == render_dir and backup.read_text() == previous
+    assert updated.facts == {"changed": True, "backup": ""}
+    assert previous != (render_dir / "config.json").read_text()
     config = rendered_config(role_vars)
     assert config["max_position_embeddings"] == 256
     # Overrides merge recursively: the computed ids and the mask stay.
@@ -256,7 +255,7 @@ def test_copies_the_models_from_the_controller(play, role_vars, models, tmp_path
     note = json.loads((host / ".tiny-qwen3.copied.json").read_text())
     assert [entry[:2] for entry in note] == [[p.name, p.stat().st_size] for p in sorted(target.iterdir())]
 
-    # A file new on the controller is sent, and the server role is told the model files changed.
+    # A file new on the controller is sent, and the role says the model files changed.
     (target / "extra.txt").write_text("x")
     third = play(copied)
 

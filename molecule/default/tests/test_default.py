@@ -81,6 +81,28 @@ def test_the_state_file_names_what_a_rollback_brings_back(host):
     assert "--speculative-config" in served["argv"]
 
 
+def test_the_running_server_carries_the_digest_of_the_inputs_on_the_host(host):
+    recorded = host.file("/var/lib/llmops-vllm/vllm/inputs.env")
+    assert recorded.user == "root" and recorded.mode == 0o600
+    pid = host.check_output("systemctl show -p MainPID --value vllm")
+    # Root may not read another user's environ in a container (no CAP_SYS_PTRACE): the service user reads its own.
+    environ = host.check_output(f"setpriv --reuid=vllm --regid=vllm --clear-groups cat /proc/{pid}/environ | tr '\\0' '\\n'")
+    running = [line for line in environ.splitlines() if line.startswith("LLMOPS_VLLM_INPUTS=")]
+    assert running == [recorded.content_string.strip()]
+    assert len(running[0].split("=", 1)[1]) == 64
+
+
+def test_the_last_good_start_is_kept_for_a_rollback_out_of_the_service_users_reach(host):
+    kept = host.file("/var/lib/llmops-vllm/vllm/last-good")
+    assert kept.user == "root" and kept.mode == 0o700
+    served = json.loads(host.file("/var/lib/llmops-vllm/vllm/last-good/served.json").content_string)
+    assert {entry["name"] for entry in served["files"]} == {"unit", "env", "inputs.env", "drafter-config.json"}
+    for entry in served["files"]:
+        copy = host.file("/var/lib/llmops-vllm/vllm/last-good/" + entry["name"])
+        assert copy.mode == 0o600 and copy.sha256sum == host.file(entry["dest"]).sha256sum, entry
+    assert served["expected_model"] == MODEL
+
+
 def test_port_is_listening_on_the_host(host):
     assert host.socket("tcp://0.0.0.0:8000").is_listening
 

@@ -1,0 +1,51 @@
+"""The roll's decisions for one host (``module_utils/rollout_plan``) and the record of the inputs it started
+(``module_utils/server_inputs``): Jinja renders what these decide."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_collections.llmops.vllm.plugins.module_utils import rollout_plan, server_inputs
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def vllm_rollout_plan(status: Any, inputs: Any, history: Any = None, checked: str = "", failed_why: Any = None,
+                      previews: Any = (), check_mode: bool = False) -> dict[str, Any]:
+    return rollout_plan.plan(_dict(status), _dict(inputs), _dict(history), str(checked or ""), _dict(failed_why),
+                             list(previews or []), rollout_plan.flag(check_mode))
+
+
+def vllm_stage_check(status: Any, inputs: Any, check_mode: bool = False) -> bool:
+    return rollout_plan.stage_check(_dict(status), _dict(inputs), rollout_plan.flag(check_mode))
+
+
+def vllm_server_result(outcome: Any, decision: Any, facts: Any, failure: Any = None) -> dict[str, Any]:
+    return rollout_plan.result(_dict(outcome), _dict(decision), _dict(facts), _dict(failure) or None)
+
+
+def vllm_failure_message(failure: Any, service: str, venv: str, restored: Any = (), refused: bool = False,
+                         rollback_wait: Any = None) -> str:
+    return rollout_plan.failure_message(_dict(failure), str(service), str(venv), [str(p) for p in restored or []],
+                                        rollout_plan.flag(refused), _dict(rollback_wait))
+
+
+def vllm_inputs_history(history: Any, inputs: Any) -> dict[str, Any]:
+    current = _dict(inputs)
+    return server_inputs.remember(_dict(history), {"digest": current.get("digest", ""), "parts": _dict(current.get("parts"))})
+
+
+def vllm_inputs_env(digest: str) -> str:
+    return server_inputs.env_file(str(digest))
+
+
+class FilterModule:
+    """Rollout filters."""
+
+    def filters(self):
+        return {"vllm_rollout_plan": vllm_rollout_plan, "vllm_stage_check": vllm_stage_check,
+                "vllm_server_result": vllm_server_result, "vllm_failure_message": vllm_failure_message,
+                "vllm_inputs_history": vllm_inputs_history, "vllm_inputs_env": vllm_inputs_env}

@@ -1,0 +1,161 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The roll's decisions for one host, from what is on it: restart or not and why, check the command again or not,
+the result record, and what a failed start says.
+
+A restart has three reasons only, all read on the host (module_utils/server_inputs): the running process was
+started with other inputs than those the host holds now, it is not running, or it failed. None of them depends on
+what an earlier step of the same run did, so a run killed anywhere leaves a reason the next run finds.
+"""
+
+from __future__ import annotations
+
+# The part names of roles/vllm_server's inputs, in the order a reason names them.
+PARTS = ("unit", "env file", "drafter or model files", "virtualenv")
+# systemd states in which the unit's process serves or is about to (a reload keeps the process).
+RUNNING = ("active", "reloading")
+
+
+def failed_reason(status, failed_why=None):
+    """Why a unit in the failed state stopped: a crash loop its start limit ended, or one failed start, with the
+    reason vllm_wait read from the end of its log."""
+    status = status or {}
+    result = str(status.get("Result") or "")
+    restarts = int(status.get("NRestarts") or 0)
+    if restarts > 0:
+        text = "was in a crash loop (%s after %d restarts, stopped by its start limit)" % (result, restarts)
+    else:
+        text = "was failed (%s)" % result
+    why = failed_why or {}
+    if why.get("reason"):
+        line = str(why.get("root_cause_line") or "")
+        text += ": " + str(why["reason"]) + ((", " + (line if len(line) <= 160 else line[:157] + "...")) if line else "")
+    return text
+
+
+def changed_parts(inputs, history):
+    """The parts whose digest differs between the running process's inputs (when recorded) and the host's; None
+    when the running process's parts are not known."""
+    running = (history or {}).get(inputs.get("running_digest") or "")
+    if not isinstance(running, dict):
+        return None
+    wanted = inputs.get("parts") or {}
+    names = [name for name in PARTS if running.get(name) != wanted.get(name)]
+    names += sorted(name for name in set(wanted) | set(running) if name not in PARTS and running.get(name) != wanted.get(name))
+    return names
+
+
+def restart_reasons(status, inputs, history=None, failed_why=None, previews=()):
+    """Why the server must start (again), or [] when it runs exactly the inputs on the host.
+
+    status: the unit's systemd properties; inputs: vllm_server_inputs's result; history: {digest: parts} of the
+    identities recorded before starts; previews: check mode's own reasons (the files a real run would install)."""
+    status = status or {}
+    inputs = inputs or {}
+    state = str(status.get("ActiveState") or "inactive")
+    reasons = list(previews)
+    if state == "failed":
+        reasons.append(failed_reason(status, failed_why))
+    elif state not in RUNNING:
+        reasons.append("not running")
+    elif not inputs.get("running_digest"):
+        reasons.append("its inputs are not known (started by hand or by a release that did not record them)")
+    elif inputs["running_digest"] != inputs.get("digest"):
+        names = changed_parts(inputs, history)
+        if names:
+            reasons.extend("%s changed" % name for name in names)
+        else:
+            reasons.append("its inputs changed since it started")
+    unique = []
+    for reason in reasons:
+        if reason not in unique:
+            unique.append(reason)
+    return unique
+
+
+def plan(status, inputs, history=None, checked="", failed_why=None, previews=(), check_mode=False):
+    """The roll's decision: {'restart': bool, 'reasons': [...], 'check': bool}.
+
+    check: run vLLM's config check before the start, unless the same inputs were checked already (staging records
+    the digest it checked). Check mode always checks, with the venv that is there."""
+    reasons = restart_reasons(status, inputs, history, failed_why, previews)
+    digest = (inputs or {}).get("digest") or ""
+    return {"restart": bool(reasons), "reasons": reasons,
+            "check": bool(reasons) and (check_mode or not digest or digest != (checked or "").strip())}
+
+
+def stage_check(status, inputs, check_mode=False):
+    """Staging checks the new command unless the host serves these very inputs already (the running server is
+    the proof; the check takes 20-30 s, the longest step of a no-op re-run)."""
+    inputs = inputs or {}
+    serves = (not check_mode and str((status or {}).get("ActiveState") or "") in RUNNING
+              and bool(inputs.get("running_digest")) and inputs.get("running_digest") == inputs.get("digest"))
+    return not serves
+
+
+def result(outcome, decision, facts, failure=None):
+    """The one record a host publishes as vllm_server_result, for a start, a confirmation or a failure.
+
+    outcome: vllm_wait's result (the start's or the confirmation's); decision: plan()'s; facts: endpoint, version,
+    model, speculative_method, drained, bench, elapsed (a start's seconds to ready), check_mode; failure:
+    {status, reason, elapsed, phases, hint, bench, refused, rolled_back} of a failed start."""
+    outcome = outcome or {}
+    facts = facts or {}
+    decision = decision or {"restart": False, "reasons": []}
+    record = {
+        "restart_reasons": list(decision.get("reasons") or []),
+        "endpoint": facts.get("endpoint", ""),
+        "drained": int(facts.get("drained") or 0),
+        "version": facts.get("version", ""),
+    }
+    if failure:
+        record.update(status=failure.get("status") or "failed", reason=failure.get("reason") or "the start failed",
+                      elapsed=failure.get("elapsed") or 0, phases=failure.get("phases") or {}, pid=0,
+                      restarted=not flag(failure.get("refused")), rolled_back=flag(failure.get("rolled_back")),
+                      hint=failure.get("hint") or "", bench=failure.get("bench") or {})
+        return record
+    check_mode = flag(facts.get("check_mode"))
+    restarted = bool(decision.get("restart")) and not check_mode
+    started = _number(facts.get("elapsed"))
+    record.update(
+        status="check mode" if check_mode else outcome.get("status") or "unknown",
+        reason=outcome.get("reason") or "",
+        elapsed=started if restarted and started is not None else outcome.get("elapsed") or 0,
+        phases=outcome.get("phases") or {}, pid=int(outcome.get("pid") or 0), restarted=restarted,
+        rolled_back=False, bench=facts.get("bench") or {},
+        # What this server serves, for the fleet's Prometheus targets.
+        model=facts.get("model", ""), speculative_method=facts.get("speculative_method", ""))
+    return record
+
+
+def _number(value):
+    try:
+        return float(value) if value not in (None, "", "None") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def flag(value):
+    """A boolean that may have come through a template as text."""
+    return value is True or str(value).lower() in ("true", "yes", "1")
+
+
+def failure_message(failure, service, venv, restored, refused, rollback_wait=None):
+    """What a failed start says: why, its root cause and hint, and what the rollback did."""
+    failure = failure or {}
+    head = "%s: %s | root cause: %s | hint: %s | " % (
+        failure.get("reason") or "the start failed", failure.get("detail") or "",
+        failure.get("root_cause_line") or "not found in the log", failure.get("hint") or "none")
+    files = ", ".join(restored)
+    if refused:
+        tail = "Refused before any restart by the vLLM of %s%s; %s was not restarted." % (
+            venv, (": put back the previous " + files) if restored else "", service)
+    elif not restored:
+        tail = "%s was stopped: there was no previous unit, env file or drafter config to go back to." % service
+    elif (rollback_wait or {}).get("status") == "ready":
+        tail = "Rolled back to the previous %s; the previous server is ready again." % files
+    else:
+        wait = rollback_wait or {}
+        tail = "Rolled back to the previous %s, but the previous server is not ready either: %s: %s." % (
+            files, wait.get("reason") or "unknown", wait.get("detail") or wait.get("msg") or "")
+    return head + tail

@@ -1,0 +1,160 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: vllm_server_inputs
+short_description: Name what a vLLM server would load, and what the running one was started with
+version_added: 0.3.0
+description:
+  - Computes one digest of the inputs a vLLM server process loads (O(parts); files by content, directory trees by
+    each file's relative path and content or size and mtime) and reads the digest the unit's running process was
+    started with (C(LLMOPS_VLLM_INPUTS) in C(/proc/<MainPID>/environ)).
+  - The two differ until a start of exactly these inputs succeeded, whatever happened to earlier runs, so a restart
+    decided from them survives an interrupted deploy.
+  - Files are opened without following links; a link in a tree counts by its target's path, size and mtime.
+  - It only reads and always reports C(changed=false).
+author:
+  - llmops.vllm maintainers (!UNKNOWN)
+options:
+  parts:
+    description:
+      - What the server loads, by part name. Each part has C(files) (paths or globs; a missing path counts as
+        absent) and C(trees) (directories).
+      - The digest of a part does not depend on where its files are, so staged copies give the digest of the live
+        files they will become.
+    type: dict
+    required: true
+  unit:
+    description: The systemd unit whose running process is read. Without it, only the digest is computed.
+    type: str
+    default: ""
+  user:
+    description:
+      - The service account the process runs as. Where root may not read C(/proc/<MainPID>/environ) (no
+        C(CAP_SYS_PTRACE), as in containers), it is read as this account, the process's own.
+    type: str
+    default: ""
+  history_path:
+    description:
+      - A JSON file of the identities recorded before earlier starts (each digest with its parts), returned as RV(history) so
+        a restart can name the parts that changed. A missing or unreadable file gives an empty history.
+    type: path
+  checked_path:
+    description: A file holding the digest vLLM's config check last passed, returned as RV(checked).
+    type: path
+extends_documentation_fragment:
+  - llmops.vllm.attributes.read_only
+"""
+
+EXAMPLES = r"""
+- name: What the server would load, and what it runs
+  llmops.vllm.vllm_server_inputs:
+    unit: vllm
+    parts:
+      unit: {files: [/etc/systemd/system/vllm.service]}
+      env file: {files: [/etc/vllm/vllm.env]}
+      virtualenv: {files: ["/opt/vllm/venvs/vllm-0.20.2/lib/python*/site-packages/*.dist-info/RECORD"]}
+      drafter or model files: {trees: [/opt/vllm/drafter, /opt/models/Qwen3.6-27B]}
+  register: inputs
+
+- name: Say whether the server runs them
+  ansible.builtin.debug:
+    msg: "{{ 'runs them' if inputs.running_digest == inputs.digest else 'runs something else' }}"
+"""
+
+RETURN = r"""
+digest:
+  description: The identity of the inputs (sha256 of the parts' digests).
+  returned: always
+  type: str
+parts:
+  description: Each part's digest, by name.
+  returned: always
+  type: dict
+running_pid:
+  description: The unit's MainPID (0 when it is not running, or without O(unit)).
+  returned: always
+  type: int
+running_digest:
+  description: The digest the running process was started with; empty when it has none (not running, or started
+    by a release that did not record one).
+  returned: always
+  type: str
+history:
+  description: The content of O(history_path); empty without it.
+  returned: always
+  type: dict
+checked:
+  description: The content of O(checked_path), stripped; empty without it.
+  returned: always
+  type: str
+"""
+
+import json
+import pwd
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.llmops.vllm.plugins.module_utils.server_inputs import identity, running_digest
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            parts=dict(type="dict", required=True),
+            unit=dict(type="str", default=""),
+            user=dict(type="str", default=""),
+            history_path=dict(type="path"),
+            checked_path=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    for name, spec in p["parts"].items():
+        if not isinstance(spec, dict) or set(spec) - {"files", "trees"} or not all(
+                isinstance(spec.get(key, []), list) for key in ("files", "trees")):
+            module.fail_json(msg="parts[%r] must be a mapping of files and trees (lists of paths), got %r" % (name, spec))
+    pid = 0
+    if p["unit"]:
+        rc, out, _err = module.run_command(["systemctl", "show", "--no-pager", "-p", "MainPID", "--value", "--", p["unit"]],
+                                           environ_update={"SYSTEMD_PAGER": "", "LC_ALL": "C"})
+        pid = int(out.strip()) if rc == 0 and out.strip().isdigit() else 0
+    found = identity(p["parts"])
+
+    def read_as_user(path):
+        try:
+            account = pwd.getpwnam(p["user"])
+        except KeyError:
+            return None
+        rc, out, _err = module.run_command(["setpriv", "--reuid=%d" % account.pw_uid, "--regid=%d" % account.pw_gid,
+                                            "--clear-groups", "--", "cat", "--", path], binary_data=True,
+                                           encoding=None)
+        return out if rc == 0 else None
+
+    history = _read(p["history_path"])
+    try:
+        history = json.loads(history) if history else {}
+    except ValueError:
+        history = {}
+    module.exit_json(changed=False, digest=found["digest"], parts=found["parts"], running_pid=pid,
+                     running_digest=running_digest(pid, read=read_as_user if p["user"] else None) or "", history=history if isinstance(history, dict) else {},
+                     checked=_read(p["checked_path"]).strip())
+
+
+def _read(path):
+    """A small root-owned record of the collection's, or '' when there is none."""
+    if not path:
+        return ""
+    try:
+        with open(path) as handle:
+            return handle.read(1 << 20)
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+if __name__ == "__main__":
+    main()

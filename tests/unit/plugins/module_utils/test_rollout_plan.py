@@ -1,0 +1,126 @@
+"""The roll's decisions, case by case: restart or not and why, check again or not, the record, the message."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils import rollout_plan
+
+PARTS = {"unit": "u1", "env file": "e1", "drafter or model files": "d1", "virtualenv": "v1"}
+ACTIVE = {"ActiveState": "active", "Result": "success", "NRestarts": "0"}
+
+
+def inputs(running="D1", digest="D1", **parts):
+    return {"digest": digest, "parts": dict(PARTS, **parts), "running_digest": running}
+
+
+HISTORY = {"D1": PARTS}
+
+
+@pytest.mark.parametrize("status, found, history, reasons", [
+    (ACTIVE, inputs(), HISTORY, []),
+    # A run that installed a new drafter config and died before the restart: the digests still differ.
+    (ACTIVE, inputs(digest="D2", **{"drafter or model files": "d2"}), HISTORY, ["drafter or model files changed"]),
+    (ACTIVE, inputs(digest="D2", unit="u2", virtualenv="v2"), HISTORY, ["unit changed", "virtualenv changed"]),
+    (ACTIVE, inputs(digest="D2", **{"env file": "e2"}), HISTORY, ["env file changed"]),
+    # The running digest's parts were not recorded (the record was lost): the reason is still there, unnamed.
+    (ACTIVE, inputs(digest="D2"), {}, ["its inputs changed since it started"]),
+    (ACTIVE, inputs(running=""), HISTORY,
+     ["its inputs are not known (started by hand or by a release that did not record them)"]),
+    ({"ActiveState": "inactive"}, inputs(running=""), HISTORY, ["not running"]),
+    ({"ActiveState": "activating"}, inputs(), HISTORY, ["not running"]),
+    ({}, {}, None, ["not running"]),
+    ({"ActiveState": "failed", "Result": "exit-code", "NRestarts": "3"}, inputs(running=""), HISTORY,
+     ["was in a crash loop (exit-code after 3 restarts, stopped by its start limit)"]),
+    ({"ActiveState": "failed", "Result": "exit-code", "NRestarts": "0"}, inputs(running=""), HISTORY,
+     ["was failed (exit-code)"]),
+    ({"ActiveState": "reloading"}, inputs(), HISTORY, []),
+])
+def test_restart_reasons(status, found, history, reasons):
+    assert rollout_plan.restart_reasons(status, found, history) == reasons
+
+
+def test_a_failed_server_is_named_with_the_reason_from_its_log():
+    why = {"reason": "config_error", "root_cause_line": "x" * 200}
+    text = rollout_plan.failed_reason({"Result": "exit-code", "NRestarts": 2}, why)
+    assert text.startswith("was in a crash loop (exit-code after 2 restarts, stopped by its start limit): config_error, x")
+    assert text.endswith("...") and len(text.rsplit(", ", 1)[1]) == 160
+
+
+def test_check_mode_previews_come_first_and_are_not_repeated():
+    reasons = rollout_plan.restart_reasons(ACTIVE, inputs(digest="D2", unit="u2"), HISTORY, previews=["unit changed"])
+    assert reasons == ["unit changed"]
+    assert rollout_plan.restart_reasons(ACTIVE, inputs(), HISTORY, previews=["drafter or model files changed"]) == [
+        "drafter or model files changed"]
+
+
+@pytest.mark.parametrize("found, checked, check_mode, decision", [
+    (inputs(), "", False, {"restart": False, "reasons": [], "check": False}),
+    # Staging checked these very inputs: no second check before the start.
+    (inputs(digest="D2", unit="u2"), "D2\n", False, {"restart": True, "reasons": ["unit changed"], "check": False}),
+    # The drafter config changed after staging's check: check again.
+    (inputs(digest="D3", unit="u2"), "D2", False, {"restart": True, "reasons": ["unit changed"], "check": True}),
+    (inputs(digest="D2", unit="u2"), "D2", True, {"restart": True, "reasons": ["unit changed"], "check": True}),
+])
+def test_plan(found, checked, check_mode, decision):
+    assert rollout_plan.plan(ACTIVE, found, HISTORY, checked, check_mode=check_mode) == decision
+
+
+@pytest.mark.parametrize("status, found, check_mode, check", [
+    (ACTIVE, inputs(), False, False),
+    (ACTIVE, inputs(digest="D2"), False, True),
+    (ACTIVE, inputs(running=""), False, True),
+    ({"ActiveState": "failed"}, inputs(), False, True),
+    (ACTIVE, inputs(), True, True),
+])
+def test_stage_check(status, found, check_mode, check):
+    assert rollout_plan.stage_check(status, found, check_mode) is check
+
+
+FACTS = {"endpoint": "http://h:8000", "version": "0.32.0", "model": "tiny", "speculative_method": "dflash", "drained": "2",
+         "bench": {"decode_tokens_per_second": 10.0}, "elapsed": "41.27", "check_mode": False}
+
+
+def test_the_record_of_a_start():
+    wait = {"status": "ready", "reason": "ready", "elapsed": 40.0, "phases": {"load": 30}, "pid": "123"}
+    record = rollout_plan.result(wait, {"restart": True, "reasons": ["unit changed"]}, FACTS)
+    assert record == {"status": "ready", "reason": "ready", "elapsed": 41.27, "phases": {"load": 30}, "pid": 123,
+                      "restarted": True, "restart_reasons": ["unit changed"], "rolled_back": False,
+                      "endpoint": "http://h:8000", "drained": 2, "version": "0.32.0", "model": "tiny",
+                      "speculative_method": "dflash", "bench": {"decode_tokens_per_second": 10.0}}
+
+
+def test_the_record_of_a_confirmation_and_of_check_mode():
+    check = {"status": "ready", "reason": "ready", "elapsed": 0.02, "pid": 7}
+    kept = rollout_plan.result(check, {"restart": False, "reasons": []}, dict(FACTS, elapsed="None"))
+    assert (kept["restarted"], kept["elapsed"], kept["pid"]) == (False, 0.02, 7)
+    planned = rollout_plan.result({}, {"restart": True, "reasons": ["unit changed"]}, dict(FACTS, check_mode="True"))
+    assert (planned["status"], planned["restarted"], planned["restart_reasons"]) == ("check mode", False, ["unit changed"])
+
+
+def test_the_record_of_a_failure():
+    failure = {"status": "failed", "reason": "out_of_memory", "elapsed": 12.0, "phases": {}, "hint": "lower it",
+               "bench": {}, "refused": "False", "rolled_back": True}
+    record = rollout_plan.result({}, {"restart": True, "reasons": ["unit changed"]}, FACTS, failure)
+    assert record == {"status": "failed", "reason": "out_of_memory", "elapsed": 12.0, "phases": {}, "pid": 0,
+                      "restarted": True, "restart_reasons": ["unit changed"], "rolled_back": True,
+                      "endpoint": "http://h:8000", "drained": 2, "version": "0.32.0", "hint": "lower it", "bench": {}}
+    refused = rollout_plan.result({}, {"restart": True, "reasons": []}, FACTS, dict(failure, refused=True, rolled_back="False"))
+    assert (refused["restarted"], refused["rolled_back"]) == (False, False)
+
+
+FAILURE = {"reason": "config_error", "detail": "vLLM refused it", "root_cause_line": "", "hint": ""}
+
+
+@pytest.mark.parametrize("restored, refused, wait, tail", [
+    (["/etc/vllm/vllm.env"], True, None,
+     "Refused before any restart by the vLLM of /opt/v: put back the previous /etc/vllm/vllm.env; vllm was not restarted."),
+    ([], True, None, "Refused before any restart by the vLLM of /opt/v; vllm was not restarted."),
+    ([], False, None, "vllm was stopped: there was no previous unit, env file or drafter config to go back to."),
+    (["/u", "/e"], False, {"status": "ready"}, "Rolled back to the previous /u, /e; the previous server is ready again."),
+    (["/u"], False, {"status": "failed", "reason": "out_of_memory", "detail": "no room"},
+     "Rolled back to the previous /u, but the previous server is not ready either: out_of_memory: no room."),
+])
+def test_failure_message(restored, refused, wait, tail):
+    message = rollout_plan.failure_message(FAILURE, "vllm", "/opt/v", restored, refused, wait)
+    assert message == "config_error: vLLM refused it | root cause: not found in the log | hint: none | " + tail
