@@ -92,10 +92,9 @@ def tree_entries(root):
 def part_digest(spec):
     """The digest of one part: {'files': [patterns], 'trees': [dirs]}. Trees count by relative path, so the same
     content staged elsewhere gives the same digest."""
-    entries = {"files": [entry for entry in files_entries(spec.get("files") or [])],
+    # The files' own paths do not count, only their order and content: a staged unit equals the live one.
+    entries = {"files": [entry for _path, entry in files_entries(spec.get("files") or [])],
                "trees": [tree_entries(root) for root in spec.get("trees") or []]}
-    # The files' own paths do not count either, only their order and content: a staged unit equals the live one.
-    entries["files"] = [entry for _path, entry in entries["files"]]
     return hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
 
 

@@ -109,7 +109,11 @@ def test_where_root_may_not_read_the_environment_the_reader_given_reads_it(tmp_p
 
     monkeypatch.setattr("builtins.open", refuse)
     asked = []
-    reader = lambda path: asked.append(path) or b"LLMOPS_VLLM_INPUTS=fromuser\0"
+
+    def reader(path):
+        asked.append(path)
+        return b"LLMOPS_VLLM_INPUTS=fromuser\0"
+
     assert server_inputs.running_digest(42, proc="/proc", read=reader) == "fromuser"
     assert asked == ["/proc/42/environ"]
     assert server_inputs.running_digest(42, proc="/proc") is None
