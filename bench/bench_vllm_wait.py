@@ -59,7 +59,7 @@ def wait_file(path, timeout=30.0):
 def child_main(params):
     """Inside the waiter subprocess: run the engine, print when it returned."""
     sys.path.insert(0, os.environ["BENCH_FARM"])
-    from ansible_collections.llmops.vllm.plugins.module_utils.vllm_waiter import build_waiter
+    from ansible_collections.llmops.vllm.plugins.module_utils.probe.readiness import build_waiter
     result = build_waiter(json.loads(params)).run()
     print(json.dumps({"returned_at": time.time(), "status": result["status"], "reason": result["reason"]}))
 

@@ -37,7 +37,7 @@ python3 - "http://127.0.0.1:$PORT" "$BUILD/collections" <<'PYEOF'
 import json, sys, urllib.request
 
 sys.path.insert(0, sys.argv[2])
-from ansible_collections.llmops.vllm.plugins.module_utils import http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
 
 base = sys.argv[1]
 def get(path, body=None):

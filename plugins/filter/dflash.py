@@ -1,4 +1,4 @@
-"""The filters that ask ``module_utils/dflash_plan`` what a DFlash drafter checkpoint becomes for a given vLLM."""
+"""The filters that ask ``module_utils/plan/dflash`` what a DFlash drafter checkpoint becomes for a given vLLM."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import functools
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.vllm.plugins.module_utils.dflash_plan import (
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.dflash import (
     DFlashError,
     dflash_drafter_config,
     dflash_drafter_fields,

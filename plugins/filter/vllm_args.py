@@ -1,7 +1,7 @@
 """Filters that turn structured vLLM server settings into a systemd ExecStart.
 
 ``vllm_serve_argv`` and ``vllm_serve_plan`` hand the settings to
-``module_utils/vllm_serve_plan``, which owns the command and its checks.
+``module_utils/plan/serve``, which owns the command and its checks.
 ``systemd_quote`` owns the quoting rules of systemd's ExecStart= and
 Environment= lines: the JSON of ``--speculative-config`` must reach vLLM
 byte for byte, and systemd would otherwise eat its quotes, ``%`` and ``$``.
@@ -15,7 +15,8 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe, vllm_serve_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import serve as vllm_serve_plan
 
 # Characters that need neither quotes nor escapes in an ExecStart= word
 # (``%`` is safe once doubled).
@@ -23,7 +24,7 @@ _PLAIN_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 
 
 def vllm_serve_argv(settings: Mapping[str, Any]) -> list[str]:
-    """The arguments of ``vllm serve``, one flag or value per item (module_utils/vllm_serve_plan)."""
+    """The arguments of ``vllm serve``, one flag or value per item (module_utils/plan/serve)."""
     if not isinstance(settings, Mapping):
         raise AnsibleFilterError(f"vllm_serve_argv expects a mapping of settings, got {type(settings).__name__}")
     try:
@@ -40,12 +41,12 @@ def vllm_serve_plan_filter(settings: Mapping[str, Any], reads: Mapping[str, Any]
 
 
 def vllm_server_urls(host: Any, port: Any, public_name: str) -> dict[str, str]:
-    """The health URL this host probes and the endpoint clients use (module_utils/vllm_serve_plan)."""
+    """The health URL this host probes and the endpoint clients use (module_utils/plan/serve)."""
     return vllm_serve_plan.server_urls(host, port, public_name)
 
 
 def vllm_liveness_probe(model: Any) -> dict[str, str]:
-    """The watchdog's and the front door's probe request of a server serving ``model`` (module_utils/liveness_probe)."""
+    """The watchdog's and the front door's probe request of a server serving ``model`` (module_utils/probe/liveness)."""
     if isinstance(model, bool) or not isinstance(model, (str, int, float)) or str(model) == "":
         raise AnsibleFilterError(f"vllm_liveness_probe expects the served model name, got {model!r}")
     return liveness_probe.request(model)

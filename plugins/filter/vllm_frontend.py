@@ -1,11 +1,11 @@
-"""The filters that ask ``module_utils/frontend_plan`` which servers a front door lists, what its health check
+"""The filters that ask ``module_utils/plan/frontend`` which servers a front door lists, what its health check
 sends, and what is wrong."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.llmops.vllm.plugins.module_utils import frontend_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import frontend as frontend_plan
 
 
 def vllm_frontend_servers(group: list[str], fresh: list[dict[str, Any]], current: str = "",

@@ -1,4 +1,4 @@
-"""The filter that asks ``module_utils/vllm_install_plan`` what is wrong with the install settings."""
+"""The filter that asks ``module_utils/plan/install`` what is wrong with the install settings."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.vllm.plugins.module_utils import vllm_install_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import install as vllm_install_plan
 
 
 def vllm_install_problems(settings: Mapping[str, Any], reads: Mapping[str, Any] | None = None) -> list[str]:

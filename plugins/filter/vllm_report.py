@@ -1,5 +1,5 @@
-"""The filters that turn each host's vllm_server_result into the fleet report (``module_utils/fleet_report``), the
-speed figures a deploy keeps (``module_utils/vllm_bench``) and the Prometheus targets (``module_utils/prometheus_targets``)."""
+"""The filters that turn each host's vllm_server_result into the fleet report (``module_utils/report/fleet``), the
+speed figures a deploy keeps (``module_utils/probe/speed``) and the Prometheus targets (``module_utils/report/prometheus``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.llmops.vllm.plugins.module_utils import fleet_report, prometheus_targets, vllm_bench
+from ansible_collections.llmops.vllm.plugins.module_utils.report import fleet as fleet_report
+from ansible_collections.llmops.vllm.plugins.module_utils.report import prometheus as prometheus_targets
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import speed as vllm_bench
 
 
 def _facts(hostvars: Mapping[str, Any], host: str) -> Mapping[str, Any]:

@@ -1,12 +1,13 @@
-"""The roll's decisions for one host (``module_utils/rollout_plan``) and the record of the inputs it started
-(``module_utils/server_inputs``): Jinja renders what these decide."""
+"""The roll's decisions for one host (``module_utils/plan/rollout``) and the record of the inputs it started
+(``module_utils/probe/inputs``): Jinja renders what these decide."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.llmops.vllm.plugins.module_utils import rollout_plan, server_inputs
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import rollout as rollout_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import inputs as server_inputs
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -1,10 +1,10 @@
-"""The filter that asks ``module_utils/variable_names`` which inventory variables no entry point reads."""
+"""The filter that asks ``module_utils/plan/variables`` which inventory variables no entry point reads."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.llmops.vllm.plugins.module_utils import variable_names
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import variables as variable_names
 
 
 def vllm_unknown_variables(names: list[str], argument_specs: list[dict[str, Any]], ignored: list[str] | None = None) -> list[str]:

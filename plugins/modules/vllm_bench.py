@@ -180,8 +180,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils import http_probe, safe_files
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_bench import bench_argv, evaluate, measure
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import safe_files
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import bench_argv, evaluate, measure
 
 # A saved result is a few kB; anything far larger is not one.
 RESULT_LIMIT = 16 * 1024 * 1024

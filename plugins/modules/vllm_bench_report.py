@@ -66,7 +66,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.bench_report import (
+from ansible_collections.llmops.vllm.plugins.module_utils.report.bench import (
     baseline_of, chart, file_name, host_record, markdown, measured)
 
 

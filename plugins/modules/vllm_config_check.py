@@ -133,7 +133,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_config_check import command, interpret, message, sandboxed
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.engine_check import command, interpret, message, sandboxed
 
 
 def main():

@@ -75,7 +75,7 @@ detail:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_drain import drain, fetch_in_flight, metrics_url_for
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.in_flight import drain, fetch_in_flight, metrics_url_for
 
 
 def main():

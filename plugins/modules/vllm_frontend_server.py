@@ -80,7 +80,7 @@ waited:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils import haproxy_runtime as rt
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import haproxy as rt
 
 
 def main():

@@ -121,7 +121,7 @@ missing_tensors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.model_files import ModelFilesError, describe_model
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.model_files import ModelFilesError, describe_model
 
 
 def main():

@@ -73,7 +73,7 @@ import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.liveness import service_port_owner
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import service_port_owner
 
 
 def main():

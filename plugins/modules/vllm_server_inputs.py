@@ -99,7 +99,7 @@ import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.server_inputs import identity, running_digest
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.inputs import identity, running_digest
 
 
 def main():

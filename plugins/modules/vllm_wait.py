@@ -251,7 +251,7 @@ log_path:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_waiter import DEFAULT_HEALTH_URL, build_waiter
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.readiness import DEFAULT_HEALTH_URL, build_waiter
 
 
 def main():

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_serve_plan import AUTH_MIDDLEWARE
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.serve import AUTH_MIDDLEWARE
 from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
 from ansible_collections.llmops.vllm.tests.fixtures import vllm_routes
 from ansible_collections.llmops.vllm.tests.integration.vllm_serve import VllmServe, free_port, wait_args

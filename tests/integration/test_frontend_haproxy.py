@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
 from ansible_collections.llmops.vllm.tests.ansible_cli import run_module, run_playbook
 from ansible_collections.llmops.vllm.tests.fixtures import vllm_routes
 from ansible_collections.llmops.vllm.tests.fixtures.http_stub import HttpStub, Route

@@ -81,7 +81,7 @@ def test_a_host_this_deploy_did_not_leave_serving_keeps_its_target(tmp_path, pro
 
 def test_promtool_refuses_what_the_schema_check_refuses(tmp_path, promtool):
     """The unit tests' schema check agrees with Prometheus on a file it must refuse."""
-    from ansible_collections.llmops.vllm.plugins.module_utils.prometheus_targets import problems
+    from ansible_collections.llmops.vllm.plugins.module_utils.report.prometheus import problems
     bad = [{"targets": ["10.0.0.11:8000"], "labels": {"1st": "x"}}]
     Path(tmp_path / "targets.json").write_text(json.dumps(bad))
     config = tmp_path / "prometheus.yml"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_bench import counters
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import counters
 from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
 from ansible_collections.llmops.vllm.tests.integration.vllm_serve import SERVED, VllmServe, free_port, wait_args
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_config_check import command, interpret
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.engine_check import command, interpret
 
 pytestmark = pytest.mark.engine
 

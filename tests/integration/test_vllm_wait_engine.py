@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.http_probe import metric_total
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.http_client import metric_total
 from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
 from ansible_collections.llmops.vllm.tests.integration.vllm_serve import SERVED, VllmServe, free_port, http, wait_args
 

@@ -130,9 +130,11 @@ def test_completion_answers_and_dflash_drafts(host):
                                    "temperature": 0, "ignore_eos": True})
     assert out["usage"]["completion_tokens"] == 24 and out["choices"][0]["text"]
     # The collection's own Prometheus parser, from this checkout: the verifier has no collection on sys.path.
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "plugins", "module_utils"))
-    import http_probe
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "plugins", "module_utils", "probe", "http_client.py")
+    spec = importlib.util.spec_from_file_location("llmops_vllm_http_probe", path)
+    http_probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(http_probe)
 
     drafts = http_probe.metric_total(http("/metrics"), "vllm:spec_decode_num_drafts_total")
     assert drafts > 0, "DFlash is not drafting"

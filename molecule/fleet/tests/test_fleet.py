@@ -178,6 +178,8 @@ def test_check_mode_shows_each_host_what_would_change_and_changes_nothing():
     assert phase("check")["pids"] == phase("unreachable")["pids"]
     # The unit's diff, once per host: the flag the change would set back.
     assert log.count("-    --max-num-seqs 6") == 3 and log.count("+    --max-num-seqs 8") == 3, log[-3000:]
+    # And, once per host, that its server would start again, and why.
+    assert log.count('"msg": "would start again: unit changed') == 3, log[-3000:]
 
 
 def test_a_hung_engine_left_traffic_and_came_back_by_itself():

@@ -3,7 +3,7 @@
 
 /health answers 200 while the engine is hung (a stopped EngineCore: 2 ms), so the probe is what a client does: a
 1-token completion with a short deadline. Its path and body come from the unit, rendered from the rule the
-front door's health check is rendered from too (module_utils/liveness_probe): both take a hung engine for dead.
+front door's health check is rendered from too (module_utils/probe/liveness): both take a hung engine for dead.
 After ``--failures`` failed probes in a row the engine is killed (SIGKILL to the unit's processes: a hung engine
 cannot drain) and systemd's Restart= starts it again; why is written to the journal (this unit's output). It
 never acts on a server still starting (no probe has succeeded since its MainPID started: vllm_wait decides that

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
 
 SPEC = importlib.util.spec_from_file_location(
     "vllm_watchdog", Path(__file__).resolve().parents[3] / "roles" / "vllm_server" / "files" / "vllm_watchdog.py")

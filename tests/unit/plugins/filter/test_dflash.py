@@ -1,4 +1,4 @@
-"""The DFlash filters are module_utils/dflash_plan behind AnsibleFilterError; the cases live in its tests."""
+"""The DFlash filters are module_utils/plan/dflash behind AnsibleFilterError; the cases live in its tests."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.vllm.plugins.filter.dflash import FilterModule
-from ansible_collections.llmops.vllm.plugins.module_utils import dflash_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import dflash as dflash_plan
 
 FILTERS = FilterModule().filters()
-DOCS = Path(dflash_plan.__file__).resolve().parents[1] / "filter"
+DOCS = Path(dflash_plan.__file__).resolve().parents[2] / "filter"
 
 
 def test_filters_are_registered_with_a_doc_each():

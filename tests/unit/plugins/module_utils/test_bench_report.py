@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.bench_report import (
+from ansible_collections.llmops.vllm.plugins.module_utils.report.bench import (
     baseline_of, chart, file_name, host_record, markdown, measured)
 
 FAST = {"host": "gpu-node-1", "status": "ready", "reason": "ready", "version": "0.20.2", "endpoint": "http://gpu-node-1:8000",

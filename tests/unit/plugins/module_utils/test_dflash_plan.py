@@ -7,7 +7,7 @@ import copy
 import pytest
 from ansible.plugins.filter.core import combine
 
-from ansible_collections.llmops.vllm.plugins.module_utils.dflash_plan import (
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.dflash import (
     DFlashError,
     dflash_drafter_config,
     dflash_drafter_fields,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.llmops.vllm.plugins.module_utils.fleet_report import rows, table
+from ansible_collections.llmops.vllm.plugins.module_utils.report.fleet import rows, table
 
 READY = {"status": "ready", "reason": "ready", "elapsed": 41.27, "restarted": True, "restart_reasons": ["unit changed"],
          "rolled_back": False, "drained": 3, "version": "0.32.0", "endpoint": "http://gpu-node-1:8000",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils import frontend_plan, liveness_probe
-from ansible_collections.llmops.vllm.plugins.module_utils.frontend_plan import configured, health_check, problems, servers
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import frontend as frontend_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.frontend import configured, health_check, problems, servers
 
 RUNNING = """# Ansible managed
 frontend vllm_in

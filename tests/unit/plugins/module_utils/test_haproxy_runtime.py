@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils import haproxy_runtime as rt
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import haproxy as rt
 
 # Captured from haproxy 2.6.12: gpu-node-1 drained while its health check fails, gpu-node-2 in maintenance.
 SHOW_STAT_HEADER = ("# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,"

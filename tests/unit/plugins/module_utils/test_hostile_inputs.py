@@ -1,5 +1,5 @@
 """Hostile inventory values, by class: each must be refused by the server preflight's plan before any host changes,
-with the variable named. The classes come from what each consumer reads specially (module_utils/value_rules): a
+with the variable named. The classes come from what each consumer reads specially (module_utils/plan/values): a
 newline starts a new systemd directive or logrotate directive, white space splits a systemd word, % is a systemd
 specifier, $ an HAProxy variable, quotes and # end HAProxy words; the drafter role empties its directory.
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_serve_plan import plan, value_problems
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.serve import plan, value_problems
 
 GOOD = {
     "vllm_server_api_key": "0123456789abcdef0123456789abcdef",

@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils import http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
 from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
 
 METRICS = """# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.liveness import (
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import (
     PidWatch,
     UnitWatch,
     describe_wait_status,

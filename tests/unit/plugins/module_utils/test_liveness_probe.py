@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
 
 
 def test_the_probe_is_a_one_token_greedy_completion():

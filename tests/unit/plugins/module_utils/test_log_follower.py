@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.log_follower import (
+from ansible_collections.llmops.vllm.plugins.module_utils.log.follower import (
     Cursor,
     LogFollower,
     fingerprint,

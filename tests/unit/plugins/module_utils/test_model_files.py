@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.model_files import (
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.model_files import (
     ModelFilesError,
     describe_model,
     list_entries,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.prometheus_targets import entries, problems, target_of
+from ansible_collections.llmops.vllm.plugins.module_utils.report.prometheus import entries, problems, target_of
 
 READY = {"host": "gpu-node-1", "status": "ready", "endpoint": "http://10.0.0.11:8000", "model": "qwen3.6-27b",
          "version": "0.20.2", "speculative_method": "dflash", "drafter": "Qwen3.6-27B-DFlash"}

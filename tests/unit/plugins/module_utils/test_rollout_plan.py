@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils import rollout_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import rollout as rollout_plan
 
 PARTS = {"unit": "u1", "env file": "e1", "drafter or model files": "d1", "virtualenv": "v1"}
 ACTIVE = {"ActiveState": "active", "Result": "success", "NRestarts": "0"}

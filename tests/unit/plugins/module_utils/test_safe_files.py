@@ -1,4 +1,4 @@
-"""What a root process opens where someone else could have put something (module_utils/safe_files)."""
+"""What a root process opens where someone else could have put something (module_utils/probe/safe_files)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils import safe_files
-from ansible_collections.llmops.vllm.plugins.module_utils.log_follower import LogFollower, start_cursor
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import safe_files
+from ansible_collections.llmops.vllm.plugins.module_utils.log.follower import LogFollower, start_cursor
 
 
 def planted(tmp_path, kind):

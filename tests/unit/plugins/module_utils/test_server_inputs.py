@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.llmops.vllm.plugins.module_utils import server_inputs
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import inputs as server_inputs
 
 
 def parts(tmp_path, unit="unit", env="env"):

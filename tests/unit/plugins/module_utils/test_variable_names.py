@@ -1,4 +1,4 @@
-"""Inventory variables no entry point reads are named, with the closest known name (module_utils/variable_names)."""
+"""Inventory variables no entry point reads are named, with the closest known name (module_utils/plan/variables)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.llmops.vllm.plugins.module_utils.variable_names import known_names, unknown
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.variables import known_names, unknown
 
 ROLES = Path(__file__).resolve().parents[4] / "roles"
 SPECS = [yaml.safe_load((path / "meta" / "argument_specs.yml").read_text()) for path in sorted(ROLES.iterdir())]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_bench import (
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import (
     MISCONFIGURED_BELOW,
     bench_argv,
     client_figures,

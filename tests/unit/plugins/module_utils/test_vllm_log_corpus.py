@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_signatures import FAILURE_REASONS
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_watch import replay
+from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import FAILURE_REASONS
+from ansible_collections.llmops.vllm.plugins.module_utils.log.watch import replay
 
 CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "corpus"
 sys.path.insert(0, str(CORPUS))

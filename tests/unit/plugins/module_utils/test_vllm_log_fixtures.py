@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_watch import classify_lines
+from ansible_collections.llmops.vllm.plugins.module_utils.log.watch import classify_lines
 
 LOGS = Path(__file__).resolve().parents[3] / "fixtures" / "logs"
 

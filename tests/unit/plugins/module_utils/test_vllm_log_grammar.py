@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_grammar import (
+from ansible_collections.llmops.vllm.plugins.module_utils.log.grammar import (
     Collector,
     exception_text,
     has_collector_prefix,

@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_signatures import (
+from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import (
     FAILURE_REASONS,
     REASONS,
     SIGNATURES,
     user_signature,
 )
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_watch import LogWatch, classify_lines, replay
+from ansible_collections.llmops.vllm.plugins.module_utils.log.watch import LogWatch, classify_lines, replay
 
 API = "(APIServer pid=1) "
 CORE = "(EngineCore pid=2) "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_rules import (
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.rules import (
     ServeSettings,
     draft_room,
     parse_release,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_serve_plan import argv, argv_problems, cli_name, plan, server_urls
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.serve import argv, argv_problems, cli_name, plan, server_urls
 
 DRAFTER = "/opt/vllm/drafter"
 
@@ -221,7 +221,7 @@ def test_a_key_loads_the_middleware_that_guards_every_path():
 
 
 def test_an_ipv6_public_address_behind_a_wildcard_makes_a_valid_endpoint_and_target():
-    from ansible_collections.llmops.vllm.plugins.module_utils.prometheus_targets import target_of
+    from ansible_collections.llmops.vllm.plugins.module_utils.report.prometheus import target_of
     urls = server_urls("0.0.0.0", 8000, "2001:db8::1")
     assert urls["endpoint"] == "http://[2001:db8::1]:8000" and urls["address"] == "2001:db8::1"
     assert target_of(urls["endpoint"]) == "[2001:db8::1]:8000"

@@ -5,11 +5,11 @@ import time
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.http_probe import ProbeResult
-from ansible_collections.llmops.vllm.plugins.module_utils.liveness import Listener, ProcState, UnitWatch
-from ansible_collections.llmops.vllm.plugins.module_utils.log_follower import Cursor, LogFollower
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_watch import LogWatch
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_waiter import (
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.http_client import ProbeResult
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import Listener, ProcState, UnitWatch
+from ansible_collections.llmops.vllm.plugins.module_utils.log.follower import Cursor, LogFollower
+from ansible_collections.llmops.vllm.plugins.module_utils.log.watch import LogWatch
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.readiness import (
     VllmWaiter,
     WaitSettings,
     build_waiter,

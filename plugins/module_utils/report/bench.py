@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The speed report of one deploy, on the controller: a JSON file per measured host, a Markdown table, a chart.
 
-The rows are the fleet report's (module_utils/fleet_report), whose ``bench`` holds what vllm_bench measured on the
+The rows are the fleet report's (module_utils/report/fleet), whose ``bench`` holds what vllm_bench measured on the
 server the deploy started. Hosts the deploy did not restart were not measured; they are listed, without figures.
 """
 

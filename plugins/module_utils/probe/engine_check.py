@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_watch import classify_lines
+from ansible_collections.llmops.vllm.plugins.module_utils.log.watch import classify_lines
 
 MARK = "VLLM-CONFIG-CHECK "
 TAIL_LINES = 40

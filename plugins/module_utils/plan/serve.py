@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils import http_probe, value_rules, vllm_rules
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import values as value_rules
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules as vllm_rules
 
 PREFIX = "vllm_server_"
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_grammar import (
+from ansible_collections.llmops.vllm.plugins.module_utils.log.grammar import (
     CHAIN,
     Collector,
     FRAME,
@@ -30,7 +30,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_grammar impor
     parse_line,
     records,
 )
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_signatures import (
+from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import (
     BARE_FAILURE,
     DEFAULT_HINTS,
     FAMILY_HINTS,

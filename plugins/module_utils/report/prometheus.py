@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils.http_probe import url_host_port
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.http_client import url_host_port
 
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 TARGET = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):[0-9]{1,5}$")

@@ -4,7 +4,7 @@
 
 /health answers 200 while the engine is hung (a stopped EngineCore answers it in 2 ms), so the probe is what a
 client does: a 1-token greedy completion. It ends at its first token, so it is never drafted for: speculative
-decoding's counters hold none of it, and vllm_bench tells it from other traffic (module_utils/vllm_bench).
+decoding's counters hold none of it, and vllm_bench tells it from other traffic (module_utils/probe/speed).
 
 The body is written for HAProxy's ``http-check send ... body '<body>'`` as well as for urllib: compact JSON,
 ASCII only, and no single quote (``'`` is written ``\\u0027``, which JSON reads back as the same character), so

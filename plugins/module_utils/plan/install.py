@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils import vllm_rules
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules as vllm_rules
 
 FLASH_ATTN_MODES = ("none", "wheel", "build")
 _WHEEL_URL = re.compile(r"^(https?|file)://")

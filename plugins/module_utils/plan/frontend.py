@@ -13,7 +13,8 @@ import hashlib
 import ipaddress
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils import liveness_probe, value_rules
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import values as value_rules
 
 # The server lines of roles/vllm_frontend/templates/haproxy.cfg.j2: "server NAME ADDRESS:PORT check".
 _SECTION = re.compile(r"^(?:backend|frontend|defaults|global|listen)\b\s*(\S*)")
@@ -63,7 +64,7 @@ HEALTH_ONLY = {"method": "GET", "path": "/health", "body": ""}
 
 def health_check(entries, mode="completion"):
     """The request HAProxy's health check sends: the servers' own liveness probe (``check`` of each fresh entry,
-    module_utils/liveness_probe), or with ``mode`` ``health`` a GET of /health, which a hung engine still answers.
+    module_utils/probe/liveness), or with ``mode`` ``health`` a GET of /health, which a hung engine still answers.
     None when the servers carry no probe or disagree (problems() says so)."""
     if mode == "health":
         return dict(HEALTH_ONLY)
@@ -101,7 +102,7 @@ _TIMES = ("vllm_frontend_timeout", "vllm_frontend_http_request_timeout", "vllm_f
 
 
 def value_problems(values):
-    """The front door's own settings against their grammar (module_utils/value_rules), by variable name."""
+    """The front door's own settings against their grammar (module_utils/plan/values), by variable name."""
     checks = [(value_rules.api_key, "vllm_frontend_api_key", values.get("vllm_frontend_api_key", "")),
               (value_rules.unit_name, "vllm_frontend_backend", values.get("vllm_frontend_backend", "vllm")),
               (value_rules.ip_address, "vllm_frontend_bind_address", values.get("vllm_frontend_bind_address", "0.0.0.0")),

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.llmops.vllm.plugins.module_utils import http_probe
-from ansible_collections.llmops.vllm.plugins.module_utils.liveness import Listener, PidWatch, UnitWatch, port_owner
-from ansible_collections.llmops.vllm.plugins.module_utils.log_follower import Cursor, LogFollower, start_cursor
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_signatures import DEFAULT_HINTS, MILESTONE_ORDER
-from ansible_collections.llmops.vllm.plugins.module_utils.vllm_log_watch import LogWatch, Sighting
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import Listener, PidWatch, UnitWatch, port_owner
+from ansible_collections.llmops.vllm.plugins.module_utils.log.follower import Cursor, LogFollower, start_cursor
+from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import DEFAULT_HINTS, MILESTONE_ORDER
+from ansible_collections.llmops.vllm.plugins.module_utils.log.watch import LogWatch, Sighting
 
 DEFAULT_HEALTH_URL = "http://127.0.0.1:8000/health"
 READ_BUDGET = 32 << 20      # bytes of log per poll, so a huge backlog never starves the probes

@@ -19,7 +19,7 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.llmops.vllm.plugins.module_utils import vllm_rules
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules as vllm_rules
 
 DEFAULT_VLLM_VERSION = "0.20.2"
 

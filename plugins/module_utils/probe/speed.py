@@ -22,7 +22,7 @@ Mean acceptance length is ``1 + accepted / drafts`` (it counts the bonus token; 
 
 from __future__ import annotations
 
-from ansible_collections.llmops.vllm.plugins.module_utils.http_probe import metric_total, parse_metrics
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.http_client import metric_total, parse_metrics
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"

@@ -3,7 +3,7 @@
 """The roll's decisions for one host, from what is on it: restart or not and why, check the command again or not,
 the result record, and what a failed start says.
 
-A restart has three reasons only, all read on the host (module_utils/server_inputs): the running process was
+A restart has three reasons only, all read on the host (module_utils/probe/inputs): the running process was
 started with other inputs than those the host holds now, it is not running, or it failed. None of them depends on
 what an earlier step of the same run did, so a run killed anywhere leaves a reason the next run finds.
 """

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.llmops.vllm.plugins.module_utils import http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
 
 IN_FLIGHT = ("vllm:num_requests_running", "vllm:num_requests_waiting")
 

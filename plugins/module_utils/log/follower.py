@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import zlib
 
-from ansible_collections.llmops.vllm.plugins.module_utils import safe_files
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import safe_files
 
 DEFAULT_CHUNK_SIZE = 1 << 20
 DEFAULT_MAX_LINE = 16 << 10
