@@ -6,7 +6,6 @@ logs users posted publicly, each replayed as posted and through the manglings of
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -15,10 +14,9 @@ import pytest
 from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import FAILURE_REASONS
 from ansible_collections.llmops.vllm.plugins.module_utils.log.watch import replay
 
-CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "corpus"
-sys.path.insert(0, str(CORPUS))
+from ansible_collections.llmops.vllm.tests.fixtures.corpus import corpus
 
-import corpus  # noqa: E402
+CORPUS = Path(corpus.__file__).resolve().parent
 
 DOC = CORPUS.parents[2] / "docs" / "vllm-wait-corpus.md"
 
