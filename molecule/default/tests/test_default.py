@@ -99,7 +99,8 @@ def test_the_last_good_start_is_kept_for_a_rollback_out_of_the_service_users_rea
     assert {entry["name"] for entry in served["files"]} == {"unit", "env", "inputs.env", "drafter-config.json"}
     for entry in served["files"]:
         copy = host.file("/var/lib/llmops-vllm/vllm/last-good/" + entry["name"])
-        assert copy.mode == 0o600 and copy.sha256sum == host.file(entry["dest"]).sha256sum, entry
+        live = host.file(entry["dest"])
+        assert copy.user == "root" and copy.mode == live.mode and copy.sha256sum == live.sha256sum, entry
     assert served["expected_model"] == MODEL
 
 
