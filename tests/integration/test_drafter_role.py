@@ -29,10 +29,14 @@ PLAYBOOK = """\
   gather_facts: false
   become: false
   tasks:
+    # One entry point, or phases in order (the stage and roll entry points follow a preflight, as in the deploy).
     - name: Run the drafter role
       ansible.builtin.include_role:
         name: llmops.vllm.vllm_drafter
-        tasks_from: "{{ entry_point }}"
+        tasks_from: "{{ phase }}"
+      loop: "{{ [entry_point] if entry_point is string else entry_point }}"
+      loop_control:
+        loop_var: phase
 
     # The role keeps no backup beside the live config (the server role keeps what its last good start loaded).
     - name: Save the role's result and any backup it left
@@ -84,7 +88,7 @@ def play(tmp_path):
     """Run the role with the given variables; returns the recap and what the role tells the server role."""
     runs = iter(range(1000))
 
-    def run(variables: dict, check: bool = False, entry_point: str = "main") -> Run:
+    def run(variables: dict, check: bool = False, entry_point: str | list = "main") -> Run:
         facts_file = tmp_path / f"facts-{next(runs)}.json"
         result = run_playbook(PLAYBOOK, extra_vars={**variables, "entry_point": entry_point, "facts_file": str(facts_file)},
                               check=check, timeout=300)
@@ -172,7 +176,7 @@ def test_staging_renders_the_new_config_beside_the_live_one(play, role_vars):
     assert staged.read_text() == live
     overridden = {**role_vars, "vllm_drafter_config_overrides": {"max_position_embeddings": 256}}
 
-    staging = play(overridden, entry_point="stage")
+    staging = play(overridden, entry_point=["preflight", "stage"])
 
     assert staging.returncode == 0, staging.output
     assert staging.changed == 1, staging.output
@@ -388,8 +392,8 @@ def run_steps(role_vars: dict, steps: list[dict]) -> AnsibleRun:
     }], timeout=300)
 
 
-def test_main_reuses_a_fleet_preflight_with_the_same_settings(role_vars):
-    proc = run_steps(role_vars, [{"entry_point": "preflight"}, {"entry_point": "main"}])
+def test_the_deploys_phases_check_once(role_vars):
+    proc = run_steps(role_vars, [{"entry_point": "preflight"}, {"entry_point": "stage"}, {"entry_point": "roll"}])
 
     assert proc.rc == 0, proc.report()
     assert proc.stdout.count("TASK [llmops.vllm.vllm_drafter : Check the drafter, its target and the settings agree]") == 1, proc.stdout
