@@ -5,6 +5,9 @@
 # so the run ends with one summary line.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+started=$SECONDS
 prepare_controller
+# tests/conftest.py prints each stage's time at the end, this set-up's among them.
+export LLMOPS_PREPARE_SECONDS=$((SECONDS - started))
 exec python -m pytest -p no:cacheprovider "$@" \
   tests/unit tests/lint tests/integration tests/molecule

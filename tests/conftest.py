@@ -8,8 +8,11 @@ directory gives Python (and Ansible, through ANSIBLE_COLLECTIONS_PATH) the
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
+import time
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -38,3 +41,39 @@ def http_stub():
 
     with HttpStub() as stub:
         yield stub
+
+
+# Each stage's time at the end of the run (lint, unit, integration, each molecule scenario), with the set-up
+# scripts/test.sh did before pytest: CI has a budget, and a stage that grows shows here first.
+_STAGE_SECONDS: dict[str, float] = defaultdict(float)
+_SESSION_START = time.monotonic()
+
+
+def _stage(nodeid: str) -> str:
+    path = nodeid.split("::")[0].split("/")
+    if path[:2] == ["tests", "molecule"]:
+        scenario = re.search(r"\[([\w-]+)\]", nodeid)
+        return "molecule " + (scenario.group(1) if scenario else "?")
+    return path[1] if path[0] == "tests" and len(path) > 2 else path[0]
+
+
+def pytest_runtest_logreport(report):
+    _STAGE_SECONDS[_stage(report.nodeid)] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _STAGE_SECONDS:
+        return
+    terminalreporter.section("time per stage")
+    rows = []
+    prepare = os.environ.get("LLMOPS_PREPARE_SECONDS")
+    if prepare and prepare.isdigit():
+        rows.append(("set-up (scripts/lib.sh prepare_controller)", float(prepare)))
+    order = ["lint", "unit", "integration"]
+    rows += sorted(_STAGE_SECONDS.items(), key=lambda item: (order.index(item[0]) if item[0] in order else len(order), item[0]))
+    for name, seconds in rows:
+        terminalreporter.write_line("%-45s %6.0f s  (%d min %02d s)" % (name, seconds, seconds // 60, seconds % 60))
+    total = sum(seconds for _name, seconds in rows)
+    wall = time.monotonic() - _SESSION_START + (float(prepare) if prepare and prepare.isdigit() else 0)
+    terminalreporter.write_line("%-45s %6.0f s  (%d min %02d s); wall %d min %02d s" % (
+        "total", total, total // 60, total % 60, wall // 60, wall % 60))
