@@ -444,39 +444,3 @@ def classify_lines(lines, fail_patterns=(), ready_patterns=()):
     watch = LogWatch(fail_patterns, ready_patterns)
     watch.feed("\n".join(line.rstrip("\n") for line in lines))
     return watch
-
-
-_BIND_LINES = 3
-_SERVING = re.compile(r"Uvicorn running on|\" \d{3}|HTTP/1\.[01]\" ")
-
-
-def replay(lines, exited):
-    """What ``vllm_wait`` reports for a finished log: (reason, evidence or None, watch).
-
-    ``exited`` says whether the process had ended when the log stops. The wait ends at the first certain
-    failure, or at ready (``Application startup complete.``, when /health answers): what a request
-    prints after that is not read. Otherwise an ended process is explained from the log, and a live one
-    that never got ready is a timeout.
-    """
-    lines = [line.rstrip("\n") for line in lines]
-    watch = LogWatch()
-    for index, line in enumerate(lines):
-        if "Application startup complete." in line or "Uvicorn running on" in line:
-            # uvicorn binds the port after this line (in releases that do not bind it first), so its bind
-            # error follows at once; a request, or "Uvicorn running on", shows that it did bind.
-            end = index + 1
-            while end < min(len(lines), index + 1 + _BIND_LINES) and not _SERVING.search(lines[end - 1]):
-                end += 1
-            watch.feed("\n".join(lines[:end]))
-            if watch.fatal is None:
-                return READY, None, watch
-            return watch.explain("engine_died")[0], watch.finding(), watch
-    watch.feed("\n".join(lines))
-    if watch.fatal is not None:
-        return watch.explain("engine_died")[0], watch.finding(), watch
-    if exited:
-        if watch.shutdown and watch.finding() is None:
-            return "process_exited", None, watch
-        reason, _detail, _hint, ev = watch.explain("process_exited")
-        return reason, ev, watch
-    return TIMEOUT, watch.finding(), watch

@@ -8,7 +8,8 @@ from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import 
     SIGNATURES,
     user_signature,
 )
-from ansible_collections.llmops.vllm.plugins.module_utils.log.watch import LogWatch, classify_lines, replay
+from ansible_collections.llmops.vllm.plugins.module_utils.log.watch import LogWatch, classify_lines
+from ansible_collections.llmops.vllm.tests.fixtures.log_replay import replay
 
 API = "(APIServer pid=1) "
 CORE = "(EngineCore pid=2) "
