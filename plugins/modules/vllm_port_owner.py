@@ -73,7 +73,7 @@ import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import service_port_owner
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import SYSTEMCTL_ENV, service_port_owner, unit_main_pid
 
 
 def main():
@@ -86,9 +86,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    rc, out, _err = module.run_command(["systemctl", "show", "--no-pager", "-p", "MainPID", "--value", "--", p["unit"]],
-                                       environ_update={"SYSTEMD_PAGER": "", "LC_ALL": "C"})
-    main_pid = int(out.strip()) if rc == 0 and out.strip().isdigit() else 0
+    main_pid = unit_main_pid(p["unit"], lambda argv: module.run_command(argv, environ_update=SYSTEMCTL_ENV))
     uid = None
     if p["user"]:
         try:

@@ -100,6 +100,7 @@ import pwd
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.inputs import identity, running_digest
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import SYSTEMCTL_ENV, unit_main_pid
 
 
 def main():
@@ -118,11 +119,7 @@ def main():
         if not isinstance(spec, dict) or set(spec) - {"files", "trees"} or not all(
                 isinstance(spec.get(key, []), list) for key in ("files", "trees")):
             module.fail_json(msg="parts[%r] must be a mapping of files and trees (lists of paths), got %r" % (name, spec))
-    pid = 0
-    if p["unit"]:
-        rc, out, _err = module.run_command(["systemctl", "show", "--no-pager", "-p", "MainPID", "--value", "--", p["unit"]],
-                                           environ_update={"SYSTEMD_PAGER": "", "LC_ALL": "C"})
-        pid = int(out.strip()) if rc == 0 and out.strip().isdigit() else 0
+    pid = unit_main_pid(p["unit"], lambda argv: module.run_command(argv, environ_update=SYSTEMCTL_ENV)) if p["unit"] else 0
     found = identity(p["parts"])
 
     def read_as_user(path):

@@ -251,6 +251,7 @@ log_path:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import SYSTEMCTL_ENV
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.readiness import DEFAULT_HEALTH_URL, build_waiter
 
 
@@ -279,7 +280,7 @@ def main():
     )
 
     def run_command(argv):
-        return module.run_command(argv, environ_update={"SYSTEMD_PAGER": "", "LC_ALL": "C"})
+        return module.run_command(argv, environ_update=SYSTEMCTL_ENV)
 
     try:
         waiter = build_waiter(module.params, run_command)

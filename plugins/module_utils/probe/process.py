@@ -129,6 +129,17 @@ def _int(value, default=0):
         return default
 
 
+# What systemctl runs with for output a module parses: no pager, C locale.
+SYSTEMCTL_ENV = {"SYSTEMD_PAGER": "", "LC_ALL": "C"}
+
+
+def unit_main_pid(unit, runner):
+    """The unit's MainPID, 0 when it is not running (or systemctl cannot say). runner(argv) -> (rc, stdout, stderr)."""
+    rc, out, _err = runner(["systemctl", "show", "--no-pager", "-p", "MainPID", "--value", "--", unit])
+    out = (out or "").strip()
+    return int(out) if rc == 0 and out.isdigit() else 0
+
+
 class UnitWatch(object):
     """Follow a systemd unit; any restart since the wait began (or an earlier call's baseline) is a failure."""
 

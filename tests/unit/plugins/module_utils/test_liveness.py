@@ -227,3 +227,18 @@ def test_service_port_owner(proc):
     assert owner.kind == "foreign" and "uid 999" in owner.detail
     proc.socket(50, 7, 222)
     assert service_port_owner(8001, 10, 999, root).pids == [50]            # a readable holder outside the tree
+
+
+def test_unit_main_pid_is_zero_unless_systemctl_names_one():
+    from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import unit_main_pid
+    asked = []
+
+    def runner(argv):
+        asked.append(argv)
+        return 0, "1234\n", ""
+
+    assert unit_main_pid("vllm", runner) == 1234
+    assert asked == [["systemctl", "show", "--no-pager", "-p", "MainPID", "--value", "--", "vllm"]]
+    assert unit_main_pid("vllm", lambda argv: (0, "0\n", "")) == 0
+    assert unit_main_pid("vllm", lambda argv: (1, "", "no bus")) == 0
+    assert unit_main_pid("vllm", lambda argv: (0, "", "")) == 0
