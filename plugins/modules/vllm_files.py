@@ -113,7 +113,10 @@ def _entry(module, option, index, entry):
         uid = pwd.getpwnam(str(entry["owner"])).pw_uid
         gid = grp.getgrnam(str(entry["group"])).gr_gid
     except KeyError as e:
-        module.fail_json(msg="%s: no such user or group on the host: %s" % (where, e))
+        # In check mode, an account the same run would create first (vllm_install makes the service user).
+        if not module.check_mode:
+            module.fail_json(msg="%s: no such user or group on the host: %s" % (where, e))
+        uid = gid = None
     mode = str(entry["mode"])
     if not (mode.isdigit() and set(mode) <= set("01234567") and len(mode) in (3, 4)):
         module.fail_json(msg="%s.mode must be an octal string such as \"0644\", got %r" % (where, entry["mode"]))
@@ -152,10 +155,17 @@ def main():
     changes = []
     try:
         for path, uid, gid, mode in directories:
+            if uid is None:
+                changes.append({"path": path, "before": {"state": "unknown"}, "after": {"state": "directory"}})
+                continue
             change = safe_files.ensure_directory(path, uid, gid, mode, check=module.check_mode)
             if change:
                 changes.append(change)
         for (path, uid, gid, mode), content in files:
+            if uid is None:
+                changes.append({"path": path, "before": {"state": "unknown"}, "after": {"state": "file"},
+                                "before_content": None, "after_content": content})
+                continue
             change = safe_files.ensure_file(path, content.encode("utf-8"), uid, gid, mode, check=module.check_mode)
             if change:
                 change["after_content"] = content

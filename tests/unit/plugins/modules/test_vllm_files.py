@@ -111,3 +111,13 @@ def test_diff_names_each_path_with_its_state_and_content(tmp_path):
     assert run.rc == 0 and out["changed"] and unit.read_text() == "old\n"
     assert "mode: 0600" in out["diff"][0]["before"] and "old\n" in out["diff"][0]["before"]
     assert "mode: 0644" in out["diff"][0]["after"] and "new\n" in out["diff"][0]["after"]
+
+
+def test_check_mode_counts_an_account_the_run_would_create_as_a_change(tmp_path):
+    args = {"directories": [str(tmp_path / "home")], "owner": "no-such-user-here", "group": "root", "mode": "0750"}
+    run = run_module("llmops.vllm.vllm_files", args, check=True, timeout=60)
+    assert run.rc == 0 and run.result()["changed_paths"] == [str(tmp_path / "home")], run.result()
+    assert not (tmp_path / "home").exists()
+    # Outside check mode the account must exist.
+    run = run_module("llmops.vllm.vllm_files", args, timeout=60)
+    assert run.rc == RC_HOST_FAILED and "no such user or group" in run.result()["msg"]
