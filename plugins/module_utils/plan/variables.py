@@ -17,7 +17,7 @@ PREFIXES = re.compile(r"^vllm_(common|install|drafter|server|frontend|deploy)_")
 DEPLOY = ("vllm_deploy_serial", "vllm_deploy_max_fail_percentage", "vllm_deploy_report_path",
           "vllm_deploy_prometheus_targets_path", "vllm_deploy_speed_report_dir")
 # Facts a role or the playbook sets for a later play, a later role or another host.
-PUBLISHED = ("vllm_common_arriving_paths", "vllm_deploy_failed", "vllm_deploy_not_rolled", "vllm_deploy_reached",
+PUBLISHED = ("vllm_deploy_failed", "vllm_deploy_not_rolled", "vllm_deploy_reached", "vllm_drafter_arriving_paths",
              "vllm_drafter_result", "vllm_frontend_door", "vllm_install_result", "vllm_server_backend",
              "vllm_server_result")
 
