@@ -1,7 +1,8 @@
 """A deploy killed at each task boundary of its stage and roll, then run again: does the host converge?
 
     ./scripts/demo.sh                                   # a demo host, deployed (container vllm-demo-1)
-    python bench/bench_interrupt.py                     # the boundaries after each task that changed the host
+    python bench/bench_interrupt.py                     # each boundary where the host's state is new
+    python bench/bench_interrupt.py --changed           # the boundaries after each task that reported a change
     python bench/bench_interrupt.py --all               # every boundary (hours on two cores)
     python bench/bench_interrupt.py --points 20,90,148  # these boundaries (the recording run lists them all)
 
@@ -16,9 +17,13 @@ task of the stage and roll plays, then the deploy runs again and once more. A ro
 - the run after it restarts nothing (same MainPID, reported "ready", not restarted): the running process's digest
   is that of the files on the host.
 
-Kill points: a kill between two tasks that left the host as it was gives the host state of a kill at the earlier
-boundary, so by default the rounds kill after each task that reported a change in a recording run (and before the
-first task); --all kills at every boundary. The speed gate is off: it is not what this measures.
+Kill points: a run killed at a boundary leaves the host in the state it had there, and the next run decides from the
+host alone, so two boundaries with the same host state are one kill point. The recording run reads the host's state
+at every boundary (STATE: the units, config, drafter and model files, the root-only state, the virtualenvs'
+distributions, systemd's and HAProxy's view of the server, as a digest, from the callback), and by default the rounds
+kill at the first boundary and at each one whose state differs from the boundary before; every boundary of the run
+is one of them or has the state of one. --changed kills after each task that reported a change instead, --all at
+every boundary. The speed gate is off: it is not what this measures.
 """
 
 from __future__ import annotations
@@ -39,6 +44,26 @@ SETTINGS = {
     "a": {"vllm_server_max_num_seqs": 8, "vllm_drafter_config_overrides": {"llmops_interrupt": "a"}},
     "b": {"vllm_server_max_num_seqs": 6, "vllm_drafter_config_overrides": {"llmops_interrupt": "b"}},
 }
+
+
+# What a killed run leaves on the host and the next run reads; the watchdog's state and the bench results change on
+# their own (a timer, the speed gate) and are left out, as is the log.
+STATE = r"""
+systemctl show -p MainPID -p ActiveState -p SubState -p UnitFileState vllm vllm-watchdog.timer haproxy
+find /etc/systemd/system /etc/vllm /etc/haproxy /opt/vllm/drafter /srv/models /var/lib/llmops-vllm \
+  /usr/local/lib/llmops-vllm /run -xdev \( -path '/etc/systemd/system/*' ! -path '/etc/systemd/system/vllm*' \) -prune -o \
+  \( -path '/run/*' ! -path '/run/vllm*' \) -prune -o -name watchdog.json -prune -o -path '*/bench' -prune -o \
+  -name __pycache__ -prune -o \( -type f -o -type l \) -printf '%p %u:%g %m %s %l\n' 2>/dev/null | sort
+find /etc/systemd/system /etc/vllm /etc/haproxy /opt/vllm/drafter /srv/models /var/lib/llmops-vllm \
+  /usr/local/lib/llmops-vllm -xdev -type f ! -name watchdog.json ! -path '*/bench/*' ! -path '*/__pycache__/*' \
+  \( ! -path '/etc/systemd/system/*' -o -path '/etc/systemd/system/vllm*' \) -print0 2>/dev/null | sort -z | xargs -0r sha256sum
+find /opt/vllm -maxdepth 2 -printf '%p %u:%g %m %l\n' | sort
+ls -d /opt/vllm/venvs/*/lib/python3*/site-packages/*.dist-info | sort
+cat /opt/vllm/venvs/*/lib/python3*/site-packages/*.dist-info/RECORD | sha256sum
+python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/haproxy/admin.sock'); \
+s.sendall(b'show servers state vllm' + bytes([10])); \
+print([line.split()[3:7] for line in s.makefile().read().splitlines() if len(line.split()) > 6])" 2>&1 || true
+"""
 
 
 def sh(host: str, command: str, check: bool = True) -> str:
@@ -70,9 +95,10 @@ class Sweep:
         else:
             sh(self.host, "rm -rf %s/%s" % (site, MARKER))
 
-    def deploy(self, name: str, kill_at: int = 0, record: Path | None = None) -> tuple[int, list[dict]]:
+    def deploy(self, name: str, kill_at: int = 0, record: Path | None = None, states: bool = False) -> tuple[int, list[dict]]:
         report = self.work / "report.json"
         env = dict(os.environ, LLMOPS_INTERRUPT_AT=str(kill_at), LLMOPS_INTERRUPT_RECORD=str(record or ""),
+                   LLMOPS_INTERRUPT_STATE=json.dumps(["docker", "exec", self.host, "sh", "-c", STATE]) if states else "",
                    ANSIBLE_CALLBACK_PLUGINS=str(REPO / "bench" / "callback_plugins"),
                    ANSIBLE_CALLBACKS_ENABLED="interrupt_at")
         argv = ["ansible-playbook", "-i", str(self.inventory), str(REPO / "playbooks" / "deploy.yml"),
@@ -119,11 +145,18 @@ def boundaries(record: Path) -> tuple[list[dict], set[int]]:
     return starts, changed
 
 
+def new_states(starts: list[dict]) -> list[int]:
+    """The first boundary and each one whose host state differs from the boundary before it."""
+    return [s["n"] for index, s in enumerate(starts) if index == 0 or s["state"] != starts[index - 1]["state"]]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host", default=os.environ.get("LLMOPS_DEMO_HOST", "vllm-demo-1"))
-    parser.add_argument("--all", action="store_true", help="kill at every boundary, not only after each change")
+    parser.add_argument("--all", action="store_true", help="kill at every boundary, not only where the state is new")
+    parser.add_argument("--changed", action="store_true", help="kill after each task that reported a change")
     parser.add_argument("--points", help="kill before these task numbers (comma-separated), not the default ones")
+    parser.add_argument("--record-only", action="store_true", help="list the kill points, kill nowhere")
     parser.add_argument("--max-rounds", type=int, default=0, help="stop after this many kill points (0: all)")
     parser.add_argument("--json", help="write the rounds as JSON here")
     args = parser.parse_args()
@@ -140,7 +173,7 @@ def main() -> int:
         raise SystemExit("the deploy of settings a failed (rc %d): see %s/deploys.log" % (rc, work))
     sweep.venv("b")
     started = time.time()
-    rc = sweep.deploy("b", record=work / "recording.jsonl")[0]
+    rc = sweep.deploy("b", record=work / "recording.jsonl", states=True)[0]
     redeploy_s = time.time() - started
     if rc != 0:
         raise SystemExit("the recording deploy of settings b failed (rc %d): see %s/deploys.log" % (rc, work))
@@ -149,13 +182,23 @@ def main() -> int:
         points = [int(point) for point in args.points.split(",")]
     elif args.all:
         points = list(range(1, len(starts) + 1))
-    else:
+    elif args.changed:
         points = sorted({1} | {n + 1 for n in changed if n < len(starts)})
+    else:
+        points = new_states(starts)
+    # Where the host changed without a task saying so, or a change left no trace in the state read.
+    unreported = sorted(set(new_states(starts)[1:]) - {n + 1 for n in changed})
+    unseen = sorted({n + 1 for n in changed if n < len(starts)} - set(new_states(starts)))
     if args.max_rounds:
         points = points[:args.max_rounds]
+    if args.record_only:
+        points = []
     names = {s["n"]: "%s / %s" % (s["play"], s["task"]) for s in starts}
-    print("recording redeploy: %.1f s, %d task boundaries in stage and roll, %d tasks changed the host; %d kill points"
-          % (redeploy_s, len(starts), len(changed), len(points)), flush=True)
+    print("recording redeploy: %.1f s, %d task boundaries in stage and roll, %d tasks reported a change, %d distinct "
+          "host states; %d kill points" % (redeploy_s, len(starts), len(changed), len(new_states(starts)), len(points)),
+          flush=True)
+    print("boundaries with a new state after a task that reported no change: %s; after a reported change, no new "
+          "state: %s" % (unreported or "none", unseen or "none"), flush=True)
 
     rounds, current = [], "b"
     for point in points:
@@ -192,7 +235,8 @@ def main() -> int:
           "restart); %d failed" % (len(rounds) - len(failed), len(rounds), len(failed)))
     if args.json:
         Path(args.json).write_text(json.dumps({"redeploy_s": round(redeploy_s, 1), "boundaries": len(starts),
-                                               "changed": sorted(changed), "rounds": rounds}, indent=1))
+                                               "changed": sorted(changed), "new_states": new_states(starts),
+                                               "unreported": unreported, "unseen": unseen, "rounds": rounds}, indent=1))
     return 1 if failed else 0
 
 

@@ -4,14 +4,18 @@ bench/bench_interrupt.py enables it for each run. It counts the tasks that start
 (their names in playbooks/deploy.yml) and, when task LLMOPS_INTERRUPT_AT is about to start (every earlier task done
 on every host, this one not begun), sends its own process SIGKILL: no handler, no cleanup, no report. Each task
 start, and each task that reported a change, is appended to LLMOPS_INTERRUPT_RECORD as a JSON line, so a run with
-LLMOPS_INTERRUPT_AT=0 lists the boundaries a sweep can kill at.
+LLMOPS_INTERRUPT_AT=0 lists the boundaries a sweep can kill at. With LLMOPS_INTERRUPT_STATE (a JSON list, the argv
+of a command that prints the hosts' state), each start also records the SHA-256 of what that command printed then:
+the state of the hosts a kill at that boundary would leave.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
+import subprocess
 
 from ansible.plugins.callback import CallbackBase
 
@@ -22,7 +26,7 @@ DOCUMENTATION = """
     description:
       - Used by bench/bench_interrupt.py. Counts the task starts in the stage and roll plays of playbooks/deploy.yml
         and sends ansible-playbook SIGKILL before task LLMOPS_INTERRUPT_AT; records each start and change to
-        LLMOPS_INTERRUPT_RECORD.
+        LLMOPS_INTERRUPT_RECORD, with the SHA-256 of what the command LLMOPS_INTERRUPT_STATE prints at each start.
     requirements:
       - enable in configuration
 """
@@ -41,6 +45,7 @@ class CallbackModule(CallbackBase):
         super().__init__()
         self._at = int(os.environ.get("LLMOPS_INTERRUPT_AT", "0") or 0)
         self._record_path = os.environ.get("LLMOPS_INTERRUPT_RECORD", "")
+        self._state_argv = json.loads(os.environ.get("LLMOPS_INTERRUPT_STATE", "") or "[]")
         self._active, self._play, self._count = False, "", 0
 
     def _record(self, **entry):
@@ -50,6 +55,13 @@ class CallbackModule(CallbackBase):
                 fh.flush()
                 os.fsync(fh.fileno())
 
+    def _state(self):
+        """The digest of the hosts' state now, or None without a state command."""
+        if not self._state_argv:
+            return None
+        run = subprocess.run(self._state_argv, capture_output=True, check=False)
+        return hashlib.sha256(run.stdout + b"rc=%d" % run.returncode).hexdigest()
+
     def v2_playbook_on_play_start(self, play):
         self._play = play.get_name().strip()
         self._active = self._play in PHASE_PLAYS
@@ -58,7 +70,7 @@ class CallbackModule(CallbackBase):
         if not self._active:
             return
         self._count += 1
-        self._record(n=self._count, play=self._play, task=task.get_name())
+        self._record(n=self._count, play=self._play, task=task.get_name(), state=self._state())
         if self._count == self._at:
             self._record(killed=self._count)
             os.kill(os.getpid(), signal.SIGKILL)

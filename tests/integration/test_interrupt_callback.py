@@ -28,11 +28,12 @@ def _plays(marker):
     ]
 
 
-def _run(tmp_path, kill_at):
+def _run(tmp_path, kill_at, state=()):
     record = tmp_path / ("record-%d.jsonl" % kill_at)
     run = run_playbook(_plays(tmp_path / "marker"), env={
         "ANSIBLE_CALLBACK_PLUGINS": CALLBACKS, "ANSIBLE_CALLBACKS_ENABLED": "task_results,interrupt_at",
-        "LLMOPS_INTERRUPT_AT": str(kill_at), "LLMOPS_INTERRUPT_RECORD": str(record)})
+        "LLMOPS_INTERRUPT_AT": str(kill_at), "LLMOPS_INTERRUPT_RECORD": str(record),
+        "LLMOPS_INTERRUPT_STATE": json.dumps(list(state))})
     entries = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
     return run, entries
 
@@ -44,6 +45,16 @@ def test_a_recording_run_lists_the_phase_tasks_and_the_changes(tmp_path):
         (1, "Stage on every host", "Unchanged"), (2, "Stage on every host", "Stage"), (3, "Deploy in batches", "Roll")]
     assert [e["changed"] for e in entries if "changed" in e] == [2, 3]
     assert (tmp_path / "marker-staged").exists() and (tmp_path / "marker-rolled").exists()
+    assert all(e["state"] is None for e in entries if "n" in e)
+
+
+def test_each_boundary_records_the_state_a_kill_there_would_leave(tmp_path):
+    # The "host": the marker files. The task that changes nothing leaves the state as it was; the one that touches
+    # a file makes a new one.
+    run, entries = _run(tmp_path, 0, ["sh", "-c", "ls %s/marker-* 2>/dev/null || true" % tmp_path])
+    assert run.rc == 0, run.report()
+    states = [e["state"] for e in entries if "n" in e]
+    assert len(set(states)) == 2 and states[0] == states[1] != states[2], states
 
 
 @pytest.mark.parametrize("kill_at, done", [(1, []), (2, []), (3, ["staged"])])
