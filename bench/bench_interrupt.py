@@ -49,7 +49,9 @@ SETTINGS = {
 # What a killed run leaves on the host and the next run reads; the watchdog's state and the bench results change on
 # their own (a timer, the speed gate) and are left out, as is the log.
 STATE = r"""
-systemctl show -p MainPID -p ActiveState -p SubState -p UnitFileState vllm vllm-watchdog.timer haproxy
+systemctl show -p MainPID -p ActiveState -p SubState -p UnitFileState vllm haproxy
+# Not the timer's SubState: it reads "running" while one of the watchdog's runs is under way.
+systemctl show -p ActiveState -p UnitFileState vllm-watchdog.timer
 find /etc/systemd/system /etc/vllm /etc/haproxy /opt/vllm/drafter /srv/models /var/lib/llmops-vllm \
   /usr/local/lib/llmops-vllm /run -xdev \( -path '/etc/systemd/system/*' ! -path '/etc/systemd/system/vllm*' \) -prune -o \
   \( -path '/run/*' ! -path '/run/vllm*' \) -prune -o -name watchdog.json -prune -o -path '*/bench' -prune -o \
@@ -57,7 +59,8 @@ find /etc/systemd/system /etc/vllm /etc/haproxy /opt/vllm/drafter /srv/models /v
 find /etc/systemd/system /etc/vllm /etc/haproxy /opt/vllm/drafter /srv/models /var/lib/llmops-vllm \
   /usr/local/lib/llmops-vllm -xdev -type f ! -name watchdog.json ! -path '*/bench/*' ! -path '*/__pycache__/*' \
   \( ! -path '/etc/systemd/system/*' -o -path '/etc/systemd/system/vllm*' \) -print0 2>/dev/null | sort -z | xargs -0r sha256sum
-find /opt/vllm -maxdepth 2 -printf '%p %u:%g %m %l\n' | sort
+find /opt/vllm -maxdepth 2 -printf '%p %u:%g %m %s %l\n' | sort
+find /opt/vllm -maxdepth 1 -type f -print0 | sort -z | xargs -0r sha256sum
 ls -d /opt/vllm/venvs/*/lib/python3*/site-packages/*.dist-info | sort
 cat /opt/vllm/venvs/*/lib/python3*/site-packages/*.dist-info/RECORD | sha256sum
 python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/haproxy/admin.sock'); \

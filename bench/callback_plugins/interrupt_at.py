@@ -56,11 +56,15 @@ class CallbackModule(CallbackBase):
                 os.fsync(fh.fileno())
 
     def _state(self):
-        """The digest of the hosts' state now, or None without a state command."""
+        """The digest of the hosts' state now (None without a state command), and the command's exit status. A read
+        that failed is tried again: a failed read would pass for a state of its own."""
         if not self._state_argv:
-            return None
-        run = subprocess.run(self._state_argv, capture_output=True, check=False)
-        return hashlib.sha256(run.stdout + b"rc=%d" % run.returncode).hexdigest()
+            return None, None
+        for _attempt in range(3):
+            run = subprocess.run(self._state_argv, capture_output=True, check=False)
+            if run.returncode == 0:
+                break
+        return hashlib.sha256(run.stdout + b"rc=%d" % run.returncode).hexdigest(), run.returncode
 
     def v2_playbook_on_play_start(self, play):
         self._play = play.get_name().strip()
@@ -70,7 +74,8 @@ class CallbackModule(CallbackBase):
         if not self._active:
             return
         self._count += 1
-        self._record(n=self._count, play=self._play, task=task.get_name(), state=self._state())
+        state, state_rc = self._state()
+        self._record(n=self._count, play=self._play, task=task.get_name(), state=state, state_rc=state_rc)
         if self._count == self._at:
             self._record(killed=self._count)
             os.kill(os.getpid(), signal.SIGKILL)
