@@ -181,6 +181,7 @@ def main() -> int:
     if rc != 0:
         raise SystemExit("the recording deploy of settings b failed (rc %d): see %s/deploys.log" % (rc, work))
     starts, changed = boundaries(work / "recording.jsonl")
+    new = new_states(starts)
     if args.points:
         points = [int(point) for point in args.points.split(",")]
     elif args.all:
@@ -188,17 +189,17 @@ def main() -> int:
     elif args.changed:
         points = sorted({1} | {n + 1 for n in changed if n < len(starts)})
     else:
-        points = new_states(starts)
+        points = new
     # Where the host changed without a task saying so, or a change left no trace in the state read.
-    unreported = sorted(set(new_states(starts)[1:]) - {n + 1 for n in changed})
-    unseen = sorted({n + 1 for n in changed if n < len(starts)} - set(new_states(starts)))
+    unreported = sorted(set(new[1:]) - {n + 1 for n in changed})
+    unseen = sorted({n + 1 for n in changed if n < len(starts)} - set(new))
     if args.max_rounds:
         points = points[:args.max_rounds]
     if args.record_only:
         points = []
     names = {s["n"]: "%s / %s" % (s["play"], s["task"]) for s in starts}
     print("recording redeploy: %.1f s, %d task boundaries in stage and roll, %d tasks reported a change, %d distinct "
-          "host states; %d kill points" % (redeploy_s, len(starts), len(changed), len(new_states(starts)), len(points)),
+          "host states; %d kill points" % (redeploy_s, len(starts), len(changed), len(new), len(points)),
           flush=True)
     print("boundaries with a new state after a task that reported no change: %s; after a reported change, no new "
           "state: %s" % (unreported or "none", unseen or "none"), flush=True)
@@ -238,7 +239,7 @@ def main() -> int:
           "restart); %d failed" % (len(rounds) - len(failed), len(rounds), len(failed)))
     if args.json:
         Path(args.json).write_text(json.dumps({"redeploy_s": round(redeploy_s, 1), "boundaries": len(starts),
-                                               "changed": sorted(changed), "new_states": new_states(starts),
+                                               "changed": sorted(changed), "new_states": new,
                                                "unreported": unreported, "unseen": unseen, "rounds": rounds}, indent=1))
     return 1 if failed else 0
 
