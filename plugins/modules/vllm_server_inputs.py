@@ -46,6 +46,13 @@ options:
   checked_path:
     description: A file holding the digest vLLM's config check last passed, returned as RV(checked).
     type: path
+  staged_trees:
+    description:
+      - What the roll will make of trees of O(parts), by root, for RV(staged_digest) - C(files) (name in the tree
+        to the staged copy the roll installs there) and C(links) (name to the target the roll links it to). The
+        roll removes the other links at the top of such a tree, so they do not count.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - llmops.vllm.attributes.read_only
 """
@@ -92,6 +99,10 @@ checked:
   description: The content of O(checked_path), stripped; empty without it.
   returned: always
   type: str
+staged_digest:
+  description: The digest the host will have once the roll has installed O(staged_trees); RV(digest) without them.
+  returned: always
+  type: str
 """
 
 import json
@@ -111,6 +122,7 @@ def main():
             user=dict(type="str", default=""),
             history_path=dict(type="path"),
             checked_path=dict(type="path"),
+            staged_trees=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -119,8 +131,15 @@ def main():
         if not isinstance(spec, dict) or set(spec) - {"files", "trees"} or not all(
                 isinstance(spec.get(key, []), list) for key in ("files", "trees")):
             module.fail_json(msg="parts[%r] must be a mapping of files and trees (lists of paths), got %r" % (name, spec))
+    for root, tree in p["staged_trees"].items():
+        if not (isinstance(tree, dict) and not set(tree) - {"files", "links"} and all(
+                isinstance(tree.get(key, {}), dict) and all(isinstance(v, str) for v in tree.get(key, {}).values())
+                for key in ("files", "links"))):
+            module.fail_json(msg="staged_trees[%r] must be a mapping of files and links (names to paths), got %r"
+                             % (root, tree))
     pid = unit_main_pid(p["unit"], lambda argv: module.run_command(argv, environ_update=SYSTEMCTL_ENV)) if p["unit"] else 0
     found = identity(p["parts"])
+    staged = identity(p["parts"], p["staged_trees"]) if p["staged_trees"] else found
 
     def read_as_user(path):
         try:
@@ -139,7 +158,7 @@ def main():
         history = {}
     module.exit_json(changed=False, digest=found["digest"], parts=found["parts"], running_pid=pid,
                      running_digest=running_digest(pid, read=read_as_user if p["user"] else None) or "", history=history if isinstance(history, dict) else {},
-                     checked=_read(p["checked_path"]).strip())
+                     checked=_read(p["checked_path"]).strip(), staged_digest=staged["digest"])
 
 
 def _read(path):

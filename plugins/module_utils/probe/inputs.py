@@ -12,6 +12,10 @@ anywhere leaves the two digests different until a start of the new inputs succee
 Each part is a list of files (globs allowed; content digest) and of trees (every file's relative path, and its
 content digest when it is a small regular file, else its size and mtime: a 50 GB checkpoint is not read on every
 run). Nothing here follows a link to read content: a link in a tree counts by its target's path, size and mtime.
+
+A staged tree names what the roll will make of a tree (the drafter's render directory: its new config, its links
+to the checkpoint, stale links removed), so staging can tell, before any host restarts, whether the roll would
+start the server again: the staged identity against the running one.
 """
 
 from __future__ import annotations
@@ -89,18 +93,43 @@ def tree_entries(root):
     return entries
 
 
-def part_digest(spec):
+def _link_entry(target):
+    """How a link to target will count once it is made (as _entry counts a link)."""
+    try:
+        found = os.stat(target)
+    except OSError:
+        return "dangling link to %s" % target
+    return "link to %s %d %d" % (target, found.st_size, found.st_mtime_ns)
+
+
+def staged_tree_entries(root, staged):
+    """tree_entries(root) as they will be once the roll has made each of staged's ``files`` ({name: staged copy})
+    and ``links`` ({name: target}) at the top of the tree and removed the other links there."""
+    present = tree_entries(root) if os.path.isdir(root) and not os.path.islink(root) else []
+    top = {name: entry for name, entry in present if "/" not in name and not entry.startswith(("link to ", "dangling link to "))}
+    below = [(name, entry) for name, entry in present if "/" in name]
+    top.update((name, _link_entry(target)) for name, target in (staged.get("links") or {}).items())
+    top.update((name, _entry(path)) for name, path in (staged.get("files") or {}).items())
+    # os.walk lists the top of the tree first, by name, then each directory below it.
+    return sorted(top.items()) + below
+
+
+def part_digest(spec, staged=None):
     """The digest of one part: {'files': [patterns], 'trees': [dirs]}. Trees count by relative path, so the same
-    content staged elsewhere gives the same digest."""
+    content staged elsewhere gives the same digest; a tree named in staged ({root: {files, links}}) counts as the
+    roll will leave it."""
+    staged = {os.path.normpath(root): tree for root, tree in (staged or {}).items()}
     # The files' own paths do not count, only their order and content: a staged unit equals the live one.
     entries = {"files": [entry for _path, entry in files_entries(spec.get("files") or [])],
-               "trees": [tree_entries(root) for root in spec.get("trees") or []]}
+               "trees": [staged_tree_entries(root, staged[os.path.normpath(root)]) if os.path.normpath(root) in staged
+                         else tree_entries(root) for root in spec.get("trees") or []]}
     return hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
 
 
-def identity(parts):
-    """{'digest': the identity, 'parts': {name: digest}} of {name: spec}."""
-    digests = {name: part_digest(spec or {}) for name, spec in sorted(parts.items())}
+def identity(parts, staged=None):
+    """{'digest': the identity, 'parts': {name: digest}} of {name: spec}; with staged (see part_digest), the
+    identity the host will have once the roll has installed what staging left."""
+    digests = {name: part_digest(spec or {}, staged) for name, spec in sorted(parts.items())}
     return {"digest": hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest(), "parts": digests}
 
 

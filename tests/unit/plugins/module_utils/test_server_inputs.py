@@ -127,3 +127,60 @@ def test_the_history_keeps_the_newest_identities_last():
     history = server_inputs.remember(history, {"digest": "d3", "parts": {"unit": "3"}})
     assert list(history)[-1] == "d3" and len(history) == 8
     assert server_inputs.env_file("d3") == "LLMOPS_VLLM_INPUTS=d3\n"
+
+
+def roll(drafter, staged):
+    """What the drafter role's roll does to its render directory: links made, other links removed, config copied."""
+    for name in os.listdir(drafter):
+        if os.path.islink(drafter / name) and name not in staged["links"]:
+            os.unlink(drafter / name)
+    for name, target in staged["links"].items():
+        if os.path.lexists(drafter / name):
+            os.unlink(drafter / name)
+        os.symlink(target, drafter / name)
+    for name, path in staged["files"].items():
+        (drafter / name).write_bytes(open(path, "rb").read())
+
+
+def test_a_staged_tree_identifies_as_the_tree_the_roll_will_leave(tmp_path):
+    host(tmp_path)
+    drafter, checkpoint = tmp_path / "drafter", tmp_path / "checkpoint"
+    (checkpoint / "extra.json").write_text("{}")
+    os.symlink(checkpoint / "gone.bin", drafter / "stale.bin")
+    (drafter / "sub").mkdir()
+    (drafter / "sub" / "kept.txt").write_text("kept")
+    (tmp_path / ".config.json.staged").write_text('{"a": 2}')
+    staged = {"files": {"config.json": str(tmp_path / ".config.json.staged")},
+              "links": {"model.safetensors": str(checkpoint / "model.safetensors"), "extra.json": str(checkpoint / "extra.json")}}
+    before = server_inputs.identity(parts(tmp_path))
+    predicted = server_inputs.identity(parts(tmp_path), {str(drafter) + "/": staged})
+    assert predicted["digest"] != before["digest"]
+    assert predicted["parts"]["unit"] == before["parts"]["unit"]
+    roll(drafter, staged)
+    assert server_inputs.identity(parts(tmp_path)) == predicted
+
+
+def test_a_staged_tree_that_changes_nothing_keeps_the_identity(tmp_path):
+    host(tmp_path)
+    drafter = tmp_path / "drafter"
+    (tmp_path / ".config.json.staged").write_text((drafter / "config.json").read_text())
+    staged = {"files": {"config.json": str(tmp_path / ".config.json.staged")},
+              "links": {"model.safetensors": os.readlink(drafter / "model.safetensors")}}
+    assert server_inputs.identity(parts(tmp_path), {str(drafter): staged}) == server_inputs.identity(parts(tmp_path))
+    # A link the roll would point elsewhere, or one it would add, is a change.
+    other = dict(staged, links={"model.safetensors": str(tmp_path / "checkpoint")})
+    assert server_inputs.identity(parts(tmp_path), {str(drafter): other}) != server_inputs.identity(parts(tmp_path))
+
+
+def test_a_staged_tree_not_made_yet_identifies_as_its_first_roll(tmp_path):
+    host(tmp_path)
+    drafter = tmp_path / "drafter"
+    staged = {"files": {"config.json": str(drafter / "config.json")},
+              "links": {"model.safetensors": os.readlink(drafter / "model.safetensors")}}
+    expected = server_inputs.identity(parts(tmp_path))
+    (tmp_path / "saved.json").write_text((drafter / "config.json").read_text())
+    os.unlink(drafter / "model.safetensors")
+    os.unlink(drafter / "config.json")
+    os.rmdir(drafter)
+    staged["files"]["config.json"] = str(tmp_path / "saved.json")
+    assert server_inputs.identity(parts(tmp_path), {str(drafter): staged}) == expected
