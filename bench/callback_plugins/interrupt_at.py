@@ -31,8 +31,9 @@ DOCUMENTATION = """
       - enable in configuration
 """
 
-# The plays of playbooks/deploy.yml that change hosts: staging on every host, the front door, the rollout batches.
-PHASE_PLAYS = ("Stage on every host", "Set up the front door", "Deploy in batches")
+# The plays of playbooks/deploy.yml that change hosts: staging on every host, the front door, the rollout's two plays.
+PHASE_PLAYS = ("Stage on every host", "Set up the front door", "Confirm the hosts that serve what they should",
+               "Deploy in batches")
 
 
 class CallbackModule(CallbackBase):

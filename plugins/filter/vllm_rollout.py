@@ -24,6 +24,18 @@ def vllm_stage_check(status: Any, inputs: Any, check_mode: bool = False) -> bool
     return rollout_plan.stage_check(_dict(status), _dict(inputs), rollout_plan.flag(check_mode))
 
 
+def vllm_stage_restarts(status: Any, inputs: Any, check_mode: bool = False) -> bool:
+    return rollout_plan.stage_restarts(_dict(status), _dict(inputs), rollout_plan.flag(check_mode))
+
+
+def vllm_rollout_batches(hosts: list[str], hostvars: Mapping[str, Any]) -> dict[str, list[str]]:
+    restarts = {}
+    for host in hosts:
+        value = hostvars[host].get("vllm_server_roll_restarts") if host in hostvars else None
+        restarts[host] = None if value is None else rollout_plan.flag(value)
+    return rollout_plan.batches(list(hosts), restarts)
+
+
 def vllm_server_result(outcome: Any, decision: Any, facts: Any, failure: Any = None) -> dict[str, Any]:
     return rollout_plan.result(_dict(outcome), _dict(decision), _dict(facts), _dict(failure) or None)
 
@@ -48,5 +60,6 @@ class FilterModule:
 
     def filters(self):
         return {"vllm_rollout_plan": vllm_rollout_plan, "vllm_stage_check": vllm_stage_check,
+                "vllm_stage_restarts": vllm_stage_restarts, "vllm_rollout_batches": vllm_rollout_batches,
                 "vllm_server_result": vllm_server_result, "vllm_failure_message": vllm_failure_message,
                 "vllm_inputs_history": vllm_inputs_history, "vllm_inputs_env": vllm_inputs_env}

@@ -84,13 +84,33 @@ def plan(status, inputs, history=None, checked="", failed_why=None, previews=(),
             "check": bool(reasons) and (check_mode or not digest or digest != (checked or "").strip())}
 
 
+def _serves(status, digest, inputs):
+    """The unit runs a process started with exactly this digest."""
+    return (str((status or {}).get("ActiveState") or "") in RUNNING
+            and bool(inputs.get("running_digest")) and inputs.get("running_digest") == digest)
+
+
 def stage_check(status, inputs, check_mode=False):
     """Staging checks the new command unless the host serves these very inputs already (the running server is
     the proof; the check takes 20-30 s, the longest step of a no-op re-run)."""
     inputs = inputs or {}
-    serves = (not check_mode and str((status or {}).get("ActiveState") or "") in RUNNING
-              and bool(inputs.get("running_digest")) and inputs.get("running_digest") == inputs.get("digest"))
-    return not serves
+    return check_mode or not _serves(status, inputs.get("digest"), inputs)
+
+
+def stage_restarts(status, inputs, check_mode=False):
+    """Whether the roll will start this host's server again, as staging can tell: the host's identity once the roll
+    has installed what staging left (staged_digest) against the running server's. Check mode starts nothing."""
+    inputs = inputs or {}
+    return not check_mode and not _serves(status, inputs.get("staged_digest") or inputs.get("digest"), inputs)
+
+
+def batches(hosts, restarts):
+    """The hosts of a rollout in two lists, in the order given: those whose roll only confirms their server (all at
+    once) and those it starts again (in batches). restarts: {host: its vllm_server_roll_restarts}; a host without
+    one (it was not staged: unreachable, or left out by --limit) is left to the batches, which skip what did not
+    answer, so nothing is started at once that was not known not to start."""
+    confirm = [host for host in hosts if restarts.get(host) is False]
+    return {"confirm": confirm, "roll": [host for host in hosts if host not in confirm]}
 
 
 def result(outcome, decision, facts, failure=None):

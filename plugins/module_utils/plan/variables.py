@@ -19,7 +19,7 @@ DEPLOY = ("vllm_deploy_serial", "vllm_deploy_max_fail_percentage", "vllm_deploy_
 # Facts a role or the playbook sets for a later play, a later role or another host.
 PUBLISHED = ("vllm_deploy_failed", "vllm_deploy_not_rolled", "vllm_deploy_reached", "vllm_drafter_arriving_paths",
              "vllm_drafter_result", "vllm_frontend_door", "vllm_install_result", "vllm_server_backend",
-             "vllm_server_result")
+             "vllm_server_result", "vllm_drafter_staged_tree", "vllm_server_roll_restarts")
 
 
 def known_names(argument_specs):

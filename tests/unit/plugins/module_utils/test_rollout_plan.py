@@ -77,6 +77,24 @@ def test_stage_check(status, found, check_mode, check):
     assert rollout_plan.stage_check(status, found, check_mode) is check
 
 
+@pytest.mark.parametrize("status, found, check_mode, restarts", [
+    # The staged identity (the drafter config and links the roll installs) is what the running server loaded.
+    (ACTIVE, dict(inputs(), staged_digest="D1"), False, False),
+    # Only the drafter changes: the digest of the live files still equals the running one, the staged one does not.
+    (ACTIVE, dict(inputs(), staged_digest="D2"), False, True),
+    # Without a staged digest, the live files' digest stands for it.
+    (ACTIVE, inputs(), False, False),
+    (ACTIVE, inputs(digest="D2"), False, True),
+    (ACTIVE, dict(inputs(running=""), staged_digest="D1"), False, True),
+    ({"ActiveState": "failed"}, dict(inputs(), staged_digest="D1"), False, True),
+    ({"ActiveState": "inactive"}, dict(inputs(), staged_digest="D1"), False, True),
+    # Check mode starts nothing.
+    (ACTIVE, dict(inputs(), staged_digest="D2"), True, False),
+])
+def test_stage_restarts(status, found, check_mode, restarts):
+    assert rollout_plan.stage_restarts(status, found, check_mode) is restarts
+
+
 FACTS = {"endpoint": "http://h:8000", "version": "0.32.0", "model": "tiny", "speculative_method": "dflash", "drained": "2",
          "bench": {"decode_tokens_per_second": 10.0}, "elapsed": "41.27", "check_mode": False}
 
@@ -124,3 +142,9 @@ FAILURE = {"reason": "config_error", "detail": "vLLM refused it", "root_cause_li
 def test_failure_message(restored, refused, wait, tail):
     message = rollout_plan.failure_message(FAILURE, "vllm", "/opt/v", restored, refused, wait)
     assert message == "config_error: vLLM refused it | root cause: not found in the log | hint: none | " + tail
+
+
+def test_batches_confirm_only_the_hosts_known_not_to_restart():
+    restarts = {"a": False, "b": True, "c": None, "d": False}
+    assert rollout_plan.batches(["a", "b", "c", "d", "e"], restarts) == {"confirm": ["a", "d"], "roll": ["b", "c", "e"]}
+    assert rollout_plan.batches([], {}) == {"confirm": [], "roll": []}
