@@ -1,11 +1,11 @@
-"""Fleet rollout figures from the molecule scenarios' own records, side by side for 1 and 3 hosts.
+"""Fleet rollout figures from the molecule scenarios' own records, side by side for 1 host and the fleet (2 hosts).
 
 Both scenarios record each deploy they run (phases.jsonl in their ephemeral directory: start, end, exit status,
 fleet report, each host's server PID and network counters after it); the fleet scenario's probe records every
 request it sent through the front door and to each host (probe.jsonl). ``./scripts/test.sh`` runs both scenarios
 in one session, so one test run gives both columns; this script reads them, prints the figures and checks the goals:
 
-- a no-op re-run takes at most 20% of a first deploy's wall time, for 1 and for 3 hosts;
+- a no-op re-run takes at most 20% of a first deploy's wall time, for 1 host and for the fleet;
 - no request failed through the front door during any rollout (the first deploy from the first answer on);
 - no request failed on a host the rollout did not restart.
 
@@ -125,11 +125,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
-    one, three = phases(args.default), phases(args.fleet)
-    times = [deploy_times(one), deploy_times(three)]
-    rolled = rollouts(three, lines(args.fleet / "probe.jsonl"), args.host_every)
-    first_bytes = received(three, "first deploy")
-    noop_bytes = received(three, "no-op re-run")
+    one, fleet = phases(args.default), phases(args.fleet)
+    times = [deploy_times(one), deploy_times(fleet)]
+    rolled = rollouts(fleet, lines(args.fleet / "probe.jsonl"), args.host_every)
+    first_bytes = received(fleet, "first deploy")
+    noop_bytes = received(fleet, "no-op re-run")
     wheelhouse = os.environ.get("LLMOPS_WHEELHOUSE")
     wheelhouse_bytes = sum(f.stat().st_size for f in Path(wheelhouse).iterdir()) if wheelhouse else None
 
@@ -148,7 +148,7 @@ def main() -> int:
     change = next(r for r in rolled if r["phase"] == "change")
     print(table([[h, change["down_s"][h], change["ready_s"][h], change["drained"][h]] for h in change["restarted"]],
                 ["host", "down s", "to ready s", "drained"]))
-    gates = gate_rows("1 host", one) + gate_rows("3 hosts", three)
+    gates = gate_rows("1 host", one) + gate_rows("%d hosts" % times[1]["hosts"], fleet)
     print("\nSpeed gate after each start (vllm_bench: vllm bench serve of the serving venv, then the gates): "
           "single-stream decode tok/s, mean acceptance length, the gate's seconds against the seconds to ready")
     print(table([[g["scenario"], g["phase"], g["host"], g["status"] if g["reason"] in ("", g["status"]) else g["reason"],
@@ -160,10 +160,10 @@ def main() -> int:
         print("\nFaults between deploys (1 host, no deploy run): from the fault (EngineCore SIGKILL, SIGSTOP, the "
               "container restarted) to a completion answered again")
         print(table([[p["phase"], round(p["end"] - p["start"], 1)] for p in faults], ["fault", "serving again after s"]))
-    hung = next((p for p in three if p["phase"] == "hung" and p.get("marks")), None)
+    hung = next((p for p in fleet if p["phase"] == "hung" and p.get("marks")), None)
     if hung:
-        print("\nA hung engine behind the front door (3 hosts, no deploy run; EngineCore SIGSTOP): seconds from the "
-              "hang until")
+        print("\nA hung engine behind the front door (%d hosts, no deploy run; EngineCore SIGSTOP): seconds from the "
+              "hang until" % times[1]["hosts"])
         print(table([[name, round(at - hung["start"], 1)] for name, at in sorted(hung["marks"].items(), key=lambda m: m[1])],
                     ["event", "after s"]))
     cost = args.default / "watchdog-cost.txt"

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 RECORD = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"] + "-record")
-HOSTS = ["vllm-fleet-1", "vllm-fleet-2", "vllm-fleet-3"]
+HOSTS = ["vllm-fleet-1", "vllm-fleet-2"]
+# The host the scenario leaves unreachable in one phase and hangs in another (side_effect.yml).
+LAST = HOSTS[-1]
 # The settings every host serves at the end: the flag change (the later changes failed, or were a no-op).
 MAX_NUM_SEQS = "6"
 
@@ -26,7 +28,7 @@ def _lines(name):
 
 PHASES = [p for p in _lines("phases.jsonl") if p["phase"] != "prepared"]
 REQUESTS = _lines("probe.jsonl")
-NAMES = ["first deploy", "no-op re-run", "change", "partial-flash-attn", "killed", "bad", "unreachable", "check", "hung"]
+NAMES = ["first deploy", "no-op re-run", "change", "partial-flash-attn", "killed", "unreachable", "check", "hung"]
 
 
 def phase(name):
@@ -51,7 +53,7 @@ def restarted(name, host):
 
 def test_every_phase_ran_and_ended_as_expected():
     assert [p["phase"] for p in PHASES] == ["deploy", "deploy"] + NAMES[2:]
-    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 2, 4, 0, 0]
+    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -78,13 +80,13 @@ def test_no_request_failed_on_a_host_not_restarted(name):
 def test_the_no_op_rerun_kept_every_server():
     assert phase("no-op re-run")["pids"] == phase("first deploy")["pids"]
     assert all(pid > 0 for pid in phase("first deploy")["pids"].values())
-    assert [(r["status"], r["restarted"]) for r in phase("no-op re-run")["report"]] == [("ready", False)] * 3
+    assert [(r["status"], r["restarted"]) for r in phase("no-op re-run")["report"]] == [("ready", False)] * len(HOSTS)
 
 
 def test_the_change_rolled_host_by_host_with_the_host_out_of_traffic_first():
     before, after = phase("no-op re-run")["pids"], phase("change")["pids"]
     assert all(before[h] != after[h] for h in HOSTS)
-    assert [(r["status"], r["restarted"]) for r in phase("change")["report"]] == [("ready", True)] * 3
+    assert [(r["status"], r["restarted"]) for r in phase("change")["report"]] == [("ready", True)] * len(HOSTS)
     # Seen from outside: never two hosts down at once (serial 1), and each host was down for a while.
     down = {h: [r["t"] for r in requests("change", h) if not r["ok"]] for h in HOSTS}
     assert all(down.values()), down
@@ -108,16 +110,14 @@ def test_a_partial_flash_attn_is_caught_at_staging_and_no_host_restarts():
     assert "Wait for vLLM to serve" not in log
 
 
-@pytest.mark.parametrize("name, before, reasons", [
-    ("killed", "partial-flash-attn", {"engine_died", "process_exited"}),
-    ("bad", "killed", {"out_of_memory"}),
-])
-def test_a_failed_start_stops_the_rollout_at_the_first_host_which_serves_its_previous_config(name, before, reasons):
+# One failed start is enough for the rollout's part (any failure stops it the same way); a failure the engine finds
+# itself (a KV cache too large) is molecule default's, with its reason (locked_doors.yml).
+def test_a_failed_start_stops_the_rollout_at_the_first_host_which_serves_its_previous_config():
+    name, before = "killed", "partial-flash-attn"
     first = row(name, "vllm-fleet-1")
     assert (first["status"], first["rolled_back"]) == ("failed", True), first
-    assert first["reason"] in reasons, first
-    if name == "killed":
-        assert phase(name)["during_at"], "the engine was not killed"
+    assert first["reason"] in {"engine_died", "process_exited"}, first
+    assert phase(name)["during_at"], "the engine was not killed"
     for host in HOSTS[1:]:
         assert row(name, host)["status"] == "not rolled"
         assert row(name, host)["reason"] == "the rollout stopped after vllm-fleet-1 failed"
@@ -127,15 +127,15 @@ def test_a_failed_start_stops_the_rollout_at_the_first_host_which_serves_its_pre
 
 
 def test_the_unreachable_host_is_named_left_alone_and_kept_in_traffic():
-    third = row("unreachable", "vllm-fleet-3")
-    assert third["status"] == "unreachable"
-    assert phase("unreachable")["pids"]["vllm-fleet-3"] == phase("bad")["pids"]["vllm-fleet-3"]
-    for host in HOSTS[:2]:
+    assert row("unreachable", LAST)["status"] == "unreachable"
+    assert phase("unreachable")["pids"][LAST] == phase("killed")["pids"][LAST]
+    reached = [h for h in HOSTS if h != LAST]
+    for host in reached:
         assert (row("unreachable", host)["status"], row("unreachable", host)["restarted"]) == ("ready", False)
-        assert phase("unreachable")["pids"][host] == phase("bad")["pids"][host]
-    # The two it reached serve these settings already: staging did not ask vLLM to check the command again.
+        assert phase("unreachable")["pids"][host] == phase("killed")["pids"][host]
+    # The hosts it reached serve these settings already: staging did not ask vLLM to check the command again.
     log = (RECORD / "deploy-unreachable.log").read_text()
-    assert log.count("not checked again: this host serves this unit and env file already") == 2, log[-3000:]
+    assert log.count("not checked again: this host serves this unit and env file already") == len(reached), log[-3000:]
     # Its line stayed in the front door: test_the_front_door_holds_every_host_ready.
 
 
@@ -143,13 +143,12 @@ def test_the_staged_unit_goes_live_only_on_a_host_that_rolled():
     def staged(name):
         return [phase(name)["staged_unit"][host] for host in HOSTS]
     for name in ("first deploy", "no-op re-run", "change"):
-        assert staged(name) == ["live"] * 3, name
+        assert staged(name) == ["live"] * len(HOSTS), name
     # Staged on every host, then the first host rolled back and the rollout stopped: nowhere live.
-    for name in ("killed", "bad"):
-        assert staged(name) == ["staged only"] * 3, name
-    # The third host was not reached: what "bad" staged there is still only staged; check mode wrote nothing.
+    assert staged("killed") == ["staged only"] * len(HOSTS)
+    # The last host was not reached: what "killed" staged there is still only staged; check mode wrote nothing.
     for name in ("unreachable", "check"):
-        assert staged(name) == ["live", "live", "staged only"], name
+        assert staged(name) == ["live"] * (len(HOSTS) - 1) + ["staged only"], name
 
 
 def test_every_new_server_was_measured_before_it_took_traffic_again():
@@ -160,7 +159,7 @@ def test_every_new_server_was_measured_before_it_took_traffic_again():
             assert 1.0 <= bench["acceptance_length"] <= 5.0, (name, host, bench)
             assert row(name, host)["tokens_per_second"] == bench["decode_tokens_per_second"]
     # A start that failed before it served was never measured; a host not restarted neither.
-    assert row("bad", "vllm-fleet-1")["bench"] == {} and row("no-op re-run", "vllm-fleet-1")["bench"] == {}
+    assert row("killed", "vllm-fleet-1")["bench"] == {} and row("no-op re-run", "vllm-fleet-1")["bench"] == {}
 
 
 def test_prometheus_finds_every_server_and_keeps_the_one_not_reached(tmp_path):
@@ -168,7 +167,7 @@ def test_prometheus_finds_every_server_and_keeps_the_one_not_reached(tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
     from prometheus_check import discovered
 
-    # The third host was unreachable in a later phase: it kept the entry of the deploy that reached it.
+    # The last host was unreachable in a later phase: it kept the entry of the deploy that reached it.
     assert [(t["instance"], t["host"], t["vllm_version"]) for t in discovered(RECORD / "targets.json", tmp_path)] == [
         ("%s:8000" % host, host, "0.32.0") for host in HOSTS]
 
@@ -177,9 +176,10 @@ def test_check_mode_shows_each_host_what_would_change_and_changes_nothing():
     log = (RECORD / "deploy-check.log").read_text()
     assert phase("check")["pids"] == phase("unreachable")["pids"]
     # The unit's diff, once per host: the flag the change would set back.
-    assert log.count("-    --max-num-seqs 6") == 3 and log.count("+    --max-num-seqs 8") == 3, log[-3000:]
+    n = len(HOSTS)
+    assert log.count("-    --max-num-seqs 6") == n and log.count("+    --max-num-seqs 8") == n, log[-3000:]
     # And, once per host, that its server would start again, and why.
-    assert log.count('"msg": "would start again: unit changed') == 3, log[-3000:]
+    assert log.count('"msg": "would start again: unit changed') == n, log[-3000:]
 
 
 def test_a_hung_engine_left_traffic_and_came_back_by_itself():
@@ -191,7 +191,7 @@ def test_a_hung_engine_left_traffic_and_came_back_by_itself():
     # (tests/integration/test_frontend_haproxy.py shows the check alone taking a hung server out.)
     assert marks["out of traffic"] - hung["start"] < 45, marks
     assert max(marks["out of traffic"], marks["restarted"]) < marks["back in traffic"], marks
-    assert [restarted("hung", h) for h in HOSTS] == [False, False, True]
+    assert [restarted("hung", h) for h in HOSTS] == [h == LAST for h in HOSTS]
     # HAProxy sends nothing to a server its check took down: the front door's requests all succeeded
     # (test_no_request_failed_through_the_front_door), those in flight on the hung host sent again once the
     # watchdog's kill reset their connections (retry-on empty-response).
@@ -201,7 +201,7 @@ def test_the_watchdog_killed_only_the_hung_engine(host):
     # Every rollout, failed start and SSH cut of the scenario went by without a watchdog restart; the hang did not.
     name = host.backend.get_hostname()
     text = host.file("/var/lib/prometheus/node-exporter/vllm.prom").content_string
-    kills = 1 if name == "vllm-fleet-3" else 0
+    kills = 1 if name == LAST else 0
     assert 'vllm_restarts_total{service="vllm",cause="watchdog"} %d' % kills in text, text
     assert 'vllm_up{service="vllm"} 1' in text, text
     journal = host.run("journalctl -u vllm-watchdog -o cat").stdout
