@@ -31,8 +31,9 @@ options:
     default: []
   files:
     description:
-      - The files, each with C(path) and C(content) (text, written as UTF-8), and C(owner), C(group) and C(mode)
-        where they differ from O(owner), O(group) and O(mode).
+      - The files, each with C(path) and either C(content) (text, written as UTF-8) or C(src) (a regular file on
+        the host whose bytes it gets, read without following a link, at most 1 MiB, as when a staged file is installed), and
+        C(owner), C(group) and C(mode) where they differ from O(owner), O(group) and O(mode).
     type: list
     elements: dict
     default: []
@@ -87,8 +88,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import safe_files
 
-_REQUIRED = {"directories": {"path"}, "files": {"path", "content"}}
+_REQUIRED = {"directories": {"path"}, "files": {"path"}}
+_SOURCES = ("content", "src")
 _SHARED = ("owner", "group", "mode")
+# A staged unit or env file is a few kB.
+_SRC_LIMIT = 1 << 20
 
 
 def _entry(module, option, index, entry):
@@ -96,10 +100,12 @@ def _entry(module, option, index, entry):
     where = "%s[%d]" % (option, index)
     if option == "directories" and isinstance(entry, str):
         entry = {"path": entry}
-    allowed = _REQUIRED[option] | set(_SHARED)
-    if not isinstance(entry, dict) or not _REQUIRED[option] <= set(entry) <= allowed:
-        module.fail_json(msg="%s must have the keys %s (and may have %s), got %r"
-                         % (where, ", ".join(sorted(_REQUIRED[option])), ", ".join(_SHARED), entry))
+    allowed = _REQUIRED[option] | set(_SHARED) | (set(_SOURCES) if option == "files" else set())
+    if not isinstance(entry, dict) or not _REQUIRED[option] <= set(entry) <= allowed or (
+            option == "files" and len(set(_SOURCES) & set(entry)) != 1):
+        module.fail_json(msg="%s must have the keys %s%s (and may have %s), got %r"
+                         % (where, ", ".join(sorted(_REQUIRED[option])),
+                            " and one of content, src" if option == "files" else "", ", ".join(_SHARED), entry))
     entry = dict(entry)
     for key in _SHARED:
         if entry.get(key) is None:
@@ -148,10 +154,12 @@ def main():
         supports_check_mode=True,
     )
     directories = [_entry(module, "directories", i, e) for i, e in enumerate(module.params["directories"])]
-    files = [(_entry(module, "files", i, e), e["content"]) for i, e in enumerate(module.params["files"])]
-    for index, (unused, content) in enumerate(files):
-        if not isinstance(content, str):
+    files = [(_entry(module, "files", i, e), e.get("content"), e.get("src")) for i, e in enumerate(module.params["files"])]
+    for index, (unused, content, src) in enumerate(files):
+        if src is None and not isinstance(content, str):
             module.fail_json(msg="files[%d].content must be text, got %s" % (index, type(content).__name__))
+        if content is None and not (isinstance(src, str) and os.path.isabs(src)):
+            module.fail_json(msg="files[%d].src must be an absolute path, got %r" % (index, src))
     changes = []
     try:
         for path, uid, gid, mode in directories:
@@ -161,14 +169,16 @@ def main():
             change = safe_files.ensure_directory(path, uid, gid, mode, check=module.check_mode)
             if change:
                 changes.append(change)
-        for (path, uid, gid, mode), content in files:
+        for (path, uid, gid, mode), content, src in files:
+            data = content.encode("utf-8") if src is None else safe_files.read_regular(src, _SRC_LIMIT)
+            text = data.decode("utf-8", "replace")
             if uid is None:
                 changes.append({"path": path, "before": {"state": "unknown"}, "after": {"state": "file"},
-                                "before_content": None, "after_content": content})
+                                "before_content": None, "after_content": text})
                 continue
-            change = safe_files.ensure_file(path, content.encode("utf-8"), uid, gid, mode, check=module.check_mode)
+            change = safe_files.ensure_file(path, data, uid, gid, mode, check=module.check_mode)
             if change:
-                change["after_content"] = content
+                change["after_content"] = text
                 changes.append(change)
     except (safe_files.UnsafePath, OSError) as e:
         module.fail_json(msg=str(e), changed_paths=[c["path"] for c in changes], changed=bool(changes))

@@ -46,6 +46,11 @@ options:
   checked_path:
     description: A file holding the digest vLLM's config check last passed, returned as RV(checked).
     type: path
+  present:
+    description: Paths whose presence the task reports in RV(absent) (not followed, so a dangling link is present).
+    type: list
+    elements: path
+    default: []
   staged_trees:
     description:
       - What the roll will make of trees of O(parts), by root, for RV(staged_digest) - C(files) (name in the tree
@@ -103,9 +108,15 @@ staged_digest:
   description: The digest the host will have once the roll has installed O(staged_trees); RV(digest) without them.
   returned: always
   type: str
+absent:
+  description: The paths of O(present) that do not exist, in the order given.
+  returned: always
+  type: list
+  elements: str
 """
 
 import json
+import os
 import pwd
 
 from ansible.module_utils.basic import AnsibleModule
@@ -123,6 +134,7 @@ def main():
             history_path=dict(type="path"),
             checked_path=dict(type="path"),
             staged_trees=dict(type="dict", default={}),
+            present=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -158,7 +170,8 @@ def main():
         history = {}
     module.exit_json(changed=False, digest=found["digest"], parts=found["parts"], running_pid=pid,
                      running_digest=running_digest(pid, read=read_as_user if p["user"] else None) or "", history=history if isinstance(history, dict) else {},
-                     checked=_read(p["checked_path"]).strip(), staged_digest=staged["digest"])
+                     checked=_read(p["checked_path"]).strip(), staged_digest=staged["digest"],
+                     absent=[path for path in p["present"] if not os.path.lexists(path)])
 
 
 def _read(path):

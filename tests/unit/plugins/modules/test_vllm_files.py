@@ -82,6 +82,23 @@ def test_roots_own_link_to_another_disk_is_followed(tmp_path):
     assert link.is_symlink() and mode(disk) == 0o750
 
 
+def test_a_staged_file_on_the_host_is_installed_by_its_bytes_and_a_link_there_is_refused(tmp_path):
+    staged, live = tmp_path / "staged.env", tmp_path / "live.env"
+    staged.write_bytes(b"KEY=1\n")
+    args = dict(files=[{"path": str(live), "src": str(staged)}], mode="0600")
+    rc, out = files(**args)
+    assert rc == 0 and out["changed_paths"] == [str(live)] and live.read_bytes() == b"KEY=1\n" and mode(live) == 0o600
+    rc, again = files(**args)
+    assert rc == 0 and again["changed"] is False
+    # A link at the source (the staged file swapped for one) is not read through.
+    (tmp_path / "secret").write_bytes(b"root only\n")
+    staged.unlink()
+    staged.symlink_to(tmp_path / "secret")
+    rc, out = files(**args)
+    assert rc == RC_HOST_FAILED and str(staged) in out["msg"], out
+    assert live.read_bytes() == b"KEY=1\n"
+
+
 def test_bad_entries_fail_naming_the_entry_before_any_change(tmp_path):
     made = tmp_path / "made"
     # mode 493: what YAML makes of an unquoted 0755.
@@ -89,7 +106,10 @@ def test_bad_entries_fail_naming_the_entry_before_any_change(tmp_path):
         ({"directories": [str(made), "relative/dir"]}, "directories[1].path must be an absolute, normalised path"),
         ({"directories": [str(made), {"path": str(tmp_path / "x"), "mode": 493}]}, "directories[1].mode must be an octal string"),
         ({"directories": [str(made), {"path": str(tmp_path / "x"), "size": 1}]}, "directories[1] must have the keys path"),
-        ({"files": [{"path": str(tmp_path / "f")}], "directories": [str(made)]}, "files[0] must have the keys content, path"),
+        ({"files": [{"path": str(tmp_path / "f")}], "directories": [str(made)]}, "files[0] must have the keys path and one of content, src"),
+        ({"files": [{"path": str(tmp_path / "f"), "content": "x", "src": str(tmp_path / "g")}], "directories": [str(made)]},
+         "files[0] must have the keys path and one of content, src"),
+        ({"files": [{"path": str(tmp_path / "f"), "src": "staged/x"}], "directories": [str(made)]}, "files[0].src must be an absolute path"),
         ({"directories": [{"path": str(made), "owner": "no-such-user-here"}]}, "directories[0]: no such user or group"),
     ]
     for args, message in cases:

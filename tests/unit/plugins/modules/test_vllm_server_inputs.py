@@ -19,8 +19,13 @@ def test_the_digest_names_the_parts_and_reads_the_records(tmp_path):
     (tmp_path / "history.json").write_text(json.dumps({"d0": {"unit": "u0"}}))
     (tmp_path / "checked").write_text("d0\n")
     parts = {"unit": {"files": [str(tmp_path / "unit")]}, "drafter or model files": {"trees": [str(tmp_path / "drafter")]}}
-    rc, out = inputs(parts=parts, history_path=str(tmp_path / "history.json"), checked_path=str(tmp_path / "checked"))
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    present = [str(tmp_path / "drafter" / "config.json"), str(tmp_path / "model"), str(tmp_path / "dangling")]
+    rc, out = inputs(parts=parts, history_path=str(tmp_path / "history.json"), checked_path=str(tmp_path / "checked"),
+                     present=present)
     assert rc == 0, out
+    # What staging needs before vLLM can check the command: the missing model, not the link (present, unfollowed).
+    assert out["absent"] == [str(tmp_path / "model")]
     assert out["changed"] is False and len(out["digest"]) == 64
     assert set(out["parts"]) == {"unit", "drafter or model files"}
     assert (out["running_pid"], out["running_digest"]) == (0, "")
