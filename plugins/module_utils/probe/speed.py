@@ -54,14 +54,20 @@ HINTS = {
 
 
 def bench_argv(executable, base_url, model, tokenizer, concurrency, num_prompts, input_len, output_len,
-               temperature, result_dir, result_filename, seed=0):
-    """The ``vllm bench serve`` command of one measured run (warm-up requests are sent before it, apart)."""
+               temperature, result_dir, result_filename, seed=0, dataset=None, endpoint=None):
+    """The ``vllm bench serve`` command of one measured run (warm-up requests are sent before it, apart).
+
+    Without ``dataset`` (module_utils/probe/workload.dataset_argv), random prompts of ``input_len`` tokens that
+    decode exactly ``output_len`` (end-of-sequence ignored); with it, the prompt set's requests, which end where the
+    model ends them. ``endpoint``: the flags of workload.ENDPOINTS (the client's default is completions)."""
+    workload = dataset or ["--dataset-name", "random", "--random-input-len", str(input_len),
+                           "--random-output-len", str(output_len), "--ignore-eos"]
     return [
         executable, "bench", "serve",
         "--base-url", base_url, "--model", model, "--tokenizer", tokenizer,
-        "--dataset-name", "random", "--random-input-len", str(input_len), "--random-output-len", str(output_len),
+    ] + list(endpoint or []) + workload + [
         "--num-prompts", str(num_prompts), "--max-concurrency", str(concurrency),
-        "--temperature", str(temperature), "--ignore-eos", "--seed", str(seed), "--num-warmups", "0",
+        "--temperature", str(temperature), "--seed", str(seed), "--num-warmups", "0",
         "--percentile-metrics", "ttft,tpot,itl", "--metric-percentiles", ",".join(str(p) for p in PERCENTILES),
         "--save-result", "--result-dir", result_dir, "--result-filename", result_filename, "--disable-tqdm",
     ]
