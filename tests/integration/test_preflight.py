@@ -131,6 +131,15 @@ def test_missing_model_directory_fails(repo_root: Path, host: Path):
     assert_fails_naming(run, "vllm_server_model", "has no config.json")
 
 
+def test_a_gate_prompt_set_that_is_not_there_fails_and_the_builtin_one_passes(repo_root: Path, host: Path):
+    # Read on the controller, through the role's own lookup: the path, then the collection's file.
+    run = run_preflight(repo_root, host, vllm_server_bench_dataset=str(host / "prompts.json"))
+    assert_fails_naming(run, "vllm_server_bench_dataset %s" % (host / "prompts.json"), "cannot be read on the controller")
+    run = run_preflight(repo_root, host, vllm_server_bench_dataset="builtin", vllm_server_bench_categories=["code", "essay"])
+    assert_fails_naming(run, "vllm_server_bench_categories names essay", "code, math, chat, json, tools, summary")
+    assert run_preflight(repo_root, host, vllm_server_bench_dataset="builtin").rc == 0
+
+
 def test_api_key_on_the_command_line_fails(repo_root: Path, host: Path):
     run = run_preflight(repo_root, host, vllm_server_extra_args=["--api-key", "sk-visible-in-ps"])
     assert_fails_naming(run, "vllm_server_extra_args must not carry --api-key", "vllm_server_api_key")

@@ -21,6 +21,7 @@ import json
 import re
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload as workloads
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import values as value_rules
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules as vllm_rules
 
@@ -57,7 +58,9 @@ _REFUSED = {"config": "a --config file could set any flag unchecked, --api-key a
 AUTH_MIDDLEWARE = "llmops_vllm_auth.RequireKey"
 # Everything else plan() reads.
 _CONTEXT = ("executable", "version", "flavor", "service_name", "api_key_set", "require_api_key", "values")
-KNOWN = frozenset(("model", "args", "extra_args") + SPECULATIVE + _CONTEXT + tuple(name for name, _flag in NAMED_FLAGS))
+# The speed gate's workload (bench_problems).
+_BENCH = ("bench_enabled", "bench_dataset", "bench_categories", "bench_repeats", "bench_dataset_output_len")
+KNOWN = frozenset(("model", "args", "extra_args") + SPECULATIVE + _CONTEXT + _BENCH + tuple(name for name, _flag in NAMED_FLAGS))
 _CLI_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -337,13 +340,40 @@ def _port_problems(owner, port, service):
                PREFIX)]
 
 
+def bench_problems(settings, text):
+    """What is wrong with the gate's prompt set (vllm_server_bench_dataset), read on the controller as ``text``
+    (None when it was not read, '' when it could not be)."""
+    if not _true(settings.get("bench_enabled")) or not settings.get("bench_dataset"):
+        return []
+    problems = []
+    for name in ("bench_repeats", "bench_dataset_output_len"):
+        value = _count(settings.get(name))
+        if value is None or value < (1 if name == "bench_repeats" else 0):
+            problems.append("%s%s must be a whole number of at least %d, got %r." % (
+                PREFIX, name, 1 if name == "bench_repeats" else 0, settings.get(name)))
+    where = "%sbench_dataset %s" % (PREFIX, settings["bench_dataset"])
+    if not text:
+        return problems + ["%s cannot be read on the controller, or is empty. Set it to builtin, to the path of a "
+                           "prompt set (ShareGPT-style JSON), or to \"\" for the fixed workload." % where]
+    try:
+        categories = workloads.split(json.loads(text))
+    except ValueError as e:
+        return problems + ["%s is not a prompt set vLLM's client reads as meant: %s." % (where, e)]
+    wanted = settings.get("bench_categories") or []
+    unknown = [name for name in wanted if name not in categories]
+    if unknown:
+        problems.append("%sbench_categories names %s, which %s does not have (it has %s)." % (
+            PREFIX, ", ".join(map(str, unknown)), where, ", ".join(categories)))
+    return problems
+
+
 def plan(settings, reads=None):
     """Everything the server preflight decides, from the settings and what was read on the host.
 
     ``settings``: the role's variables without their prefix, plus ``executable``, ``version``, ``flavor``,
     ``service_name``, ``api_key_set`` and ``require_api_key``. ``reads`` (each optional): ``gpus`` (the GPU
-    count command's result), ``gpu_count_command``, ``model_config_exists`` (None when not looked for) and
-    ``port_owner`` (vllm_port_owner's result).
+    count command's result), ``gpu_count_command``, ``model_config_exists`` (None when not looked for),
+    ``port_owner`` (vllm_port_owner's result) and ``bench_dataset_text`` (the gate's prompt set, bench_problems).
 
     Returns ``{"argv", "problems", "warnings"}``; problems each name the variable to change.
     """
@@ -369,6 +399,7 @@ def plan(settings, reads=None):
                         "or local directory specified\". Put the model there (or let the vllm_drafter role copy it with "
                         "vllm_drafter_target_model_src), or fix %smodel." % (PREFIX, settings.get("model"), PREFIX))
     problems += _port_problems(reads.get("port_owner"), _count(settings.get("port")), settings.get("service_name", "vllm"))
+    problems += bench_problems(settings, reads.get("bench_dataset_text"))
     warnings = []
     host = settings.get("host")
     if host not in _LOOPBACK and not _true(settings.get("api_key_set")):

@@ -225,3 +225,33 @@ def test_an_ipv6_public_address_behind_a_wildcard_makes_a_valid_endpoint_and_tar
     urls = server_urls("0.0.0.0", 8000, "2001:db8::1")
     assert urls["endpoint"] == "http://[2001:db8::1]:8000" and urls["address"] == "2001:db8::1"
     assert target_of(urls["endpoint"]) == "[2001:db8::1]:8000"
+
+
+BUILTIN = __import__("pathlib").Path(__file__).resolve().parents[4] / "roles/vllm_server/files/workloads/llmops-builtin.json"
+PROMPT_SET = json.dumps([{"category": "code", "conversations": [{"value": "Write a loop"}, {"value": "for x in y: pass"}]}])
+
+
+def bench(text, **changes):
+    return plan(settings(**dict({"bench_enabled": True, "bench_dataset": "/home/me/prompts.json", "bench_repeats": 3,
+                                 "bench_dataset_output_len": 0, "bench_categories": []}, **changes)),
+                dict(TWO_GPUS, bench_dataset_text=text))["problems"]
+
+
+def test_a_readable_prompt_set_and_the_builtin_one_have_no_problem():
+    assert bench(PROMPT_SET) == []
+    assert bench(BUILTIN.read_text(), bench_dataset="builtin", bench_categories=["code", "summary"]) == []
+    # The fixed workload reads nothing, and a disabled gate checks nothing.
+    assert bench(None, bench_dataset="") == [] and bench("", bench_enabled=False) == []
+
+
+@pytest.mark.parametrize("text, changes, words", [
+    ("", {}, "vllm_server_bench_dataset /home/me/prompts.json cannot be read on the controller"),
+    ("{not json", {}, "vllm_server_bench_dataset /home/me/prompts.json is not a prompt set vLLM's client reads as meant"),
+    (json.dumps([{"conversations": [{"value": "only a prompt"}]}]), {}, "entry 0: conversations needs at least two turns"),
+    (PROMPT_SET, {"bench_categories": ["code", "prose"]}, "vllm_server_bench_categories names prose, which"),
+    (PROMPT_SET, {"bench_repeats": 0}, "vllm_server_bench_repeats must be a whole number of at least 1"),
+    (PROMPT_SET, {"bench_dataset_output_len": -1}, "vllm_server_bench_dataset_output_len must be a whole number"),
+])
+def test_a_prompt_set_the_gate_could_not_use_fails_preflight_naming_the_variable(text, changes, words):
+    problems = bench(text, **changes)
+    assert len(problems) == 1 and words in problems[0], problems
