@@ -235,10 +235,20 @@ def figures(result):
         return {}
     single = result["runs"][0]
     spec = single.get("speculative") or {}
+    overall = result.get("overall") or {}
+    if result.get("categories"):
+        # A prompt set: the overall figures (module_utils/probe/workload), the categories beside them.
+        spec = overall.get("1") or {}
+        aggregate = {c: figures.get("output_tokens_per_second") for c, figures in overall.items()}
+    else:
+        aggregate = {str(run["concurrency"]): run["client"]["output_tokens_per_second"] for run in result["runs"]}
     return {
         "status": result.get("status", ""),
+        "workload": result.get("workload") or "random",
+        "categories": result.get("categories") or {},
+        "overall": overall,
         "decode_tokens_per_second": result.get("decode_tokens_per_second"),
-        "output_tokens_per_second": {str(run["concurrency"]): run["client"]["output_tokens_per_second"] for run in result["runs"]},
+        "output_tokens_per_second": aggregate,
         "acceptance_length": result.get("acceptance_length"),
         "per_position_acceptance": spec.get("per_position_acceptance", []),
         "speedup": result.get("speedup"),

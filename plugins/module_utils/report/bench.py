@@ -63,7 +63,49 @@ def markdown(rows, run_id, baseline=None):
                       " / ".join("%.0f%%" % (100 * rate) for rate in per_position) if per_position else "-",
                       "; ".join(bench.get("notes") or [])]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    for row in measured(rows):
+        lines += by_category(row["host"], row["bench"])
     return "\n".join(lines) + "\n"
+
+
+def _spread(figure):
+    figure = figure or {}
+    if figure.get("median") is None:
+        return "-"
+    if (figure.get("n") or 0) > 1:
+        return "%s (%s-%s)" % (_number(figure["median"]), _number(figure["min"]), _number(figure["max"]))
+    return _number(figure["median"])
+
+
+def by_category(host, bench):
+    """Markdown lines for one host measured on a prompt set: a row per category, figures at each concurrency
+    (median over the repeats, with their range when there were several); none for the fixed workload."""
+    categories = bench.get("categories") or {}
+    if not categories:
+        return []
+    concurrencies = sorted({int(c) for cells in categories.values() for c in cells})
+    head = ["category", "decode tok/s (1 stream)"] + ["aggregate tok/s at %d" % c for c in concurrencies]
+    head += ["median TTFT ms", "median ITL ms", "acceptance length", "per-position acceptance"]
+    lines = ["", "## %s by category (%s)" % (host, bench.get("workload") or "prompt set"), "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, cells in list(categories.items()) + [("overall", None)]:
+        if cells is None:
+            overall = bench.get("overall") or {}
+            single = overall.get("1") or {}
+            row = [name, _number(single.get("decode_tokens_per_second"))]
+            row += [_number((overall.get(str(c)) or {}).get("output_tokens_per_second")) for c in concurrencies]
+            row += ["", "", _number(single.get("acceptance_length"))]
+            positions = single.get("per_position_acceptance") or []
+        else:
+            single = cells.get("1") or {}
+            row = [name, _spread(single.get("decode_tokens_per_second"))]
+            row += [_spread((cells.get(str(c)) or {}).get("output_tokens_per_second")) for c in concurrencies]
+            row += [_number(single.get("median_ttft_ms"), 1), _number(single.get("median_itl_ms"), 1),
+                    _number(single.get("acceptance_length"))]
+            positions = single.get("per_position_acceptance") or []
+        row.append(" / ".join("%.0f%%" % (100 * rate) for rate in positions) if positions else "-")
+        lines.append("| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |")
+    return lines
 
 
 def chart(rows, run_id, path, baseline=None):

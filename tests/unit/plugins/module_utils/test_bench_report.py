@@ -64,3 +64,30 @@ def test_a_chart_without_speculative_figures_still_draws(tmp_path):
                                        ("..", "_.."), ("", "_"), ("a b/c", "a_b_c"), ("2001:db8::1", "2001_db8__1")])
 def test_a_host_name_makes_a_file_name_that_stays_in_its_directory(host, name):
     assert file_name(host) == name and "/" not in file_name(host)
+
+
+def test_a_host_measured_on_a_prompt_set_gets_a_row_per_category_and_the_overall():
+    from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload
+    from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import figures
+
+    def run(category, repeat, decode, accepted):
+        return {"category": category, "concurrency": 1, "repeat": repeat, "other_requests": 0,
+                "client": {"decode_tokens_per_second": decode, "output_tokens_per_second": decode * 0.9,
+                           "median_ttft_ms": 21.0, "median_itl_ms": 4.0, "completed": 4, "failed": 0},
+                "speculative": {"drafts": 10, "draft_tokens": 40, "accepted_tokens": accepted,
+                                "acceptance_length": 1 + accepted / 10, "per_position_acceptance": [0.9, 0.6, 0.3, 0.1]}}
+    runs = [run("code", 0, 200.0, 19), run("code", 1, 220.0, 19), run("chat", 0, 90.0, 4)]
+    summary = workload.summarise(runs, {"code": 0.5, "chat": 0.5})
+    bench = figures(dict(summary, status="passed", runs=runs, workload="builtin", decode_tokens_per_second=150.0,
+                         acceptance_length=summary["overall"]["1"]["acceptance_length"], notes=[]))
+    # What the deploy keeps: the overall figures at the top, the categories beside them.
+    assert bench["workload"] == "builtin" and bench["output_tokens_per_second"] == {"1": 135.0}
+    assert bench["per_position_acceptance"] == [0.9, 0.6, 0.3, 0.1]
+    text = markdown([dict(FAST, bench=bench)], "r")
+    assert "## gpu-node-1 by category (builtin)" in text
+    lines = text.splitlines()
+    assert "| code | 210.00 (200.00-220.00) | 189.00 (180.00-198.00) | 21.0 | 4.0 | 2.90 | 90% / 60% / 30% / 10% |" in lines
+    assert "| chat | 90.00 | 81.00 | 21.0 | 4.0 | 1.40 | 90% / 60% / 30% / 10% |" in lines
+    assert any(line.startswith("| overall | 150.00 | 135.00 |") for line in lines)
+    # The fixed workload has no such section.
+    assert "by category" not in markdown([FAST], "r")
