@@ -137,8 +137,8 @@ def main() -> int:
     print("\nDeploy wall time (s), each scenario's converge and its idempotence re-run")
     print(table([[t["hosts"], t["first_s"], t["noop_s"], "%.0f%%" % (100 * t["ratio"])] for t in times],
                 ["hosts", "first deploy", "no-op re-run", "no-op / first"]))
-    print("\nRollouts of the 3-host fleet while the probe sent requests (front door every 1 s, each host every %g s)"
-          % args.host_every)
+    print("\nRollouts of the %d-host fleet while the probe sent requests (front door every 1 s, each host every %g s)"
+          % (times[1]["hosts"], args.host_every))
     print(table([[r["phase"], r["rc"], r["wall_s"], "%d / %d" % (r["front_failed"], r["front_sent"]),
                   "%d / %d" % (r["untouched_failed"], r["untouched_sent"]), ",".join(r["restarted"]) or "-"]
                  for r in rolled],
