@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The server configurations a compare run measures side by side on one canary host (playbooks/compare.yml).
+
+Each configuration is a name, the speculative decoding it runs and, optionally, vLLM arguments over the inventory's:
+
+    - {name: no-speculation, speculative: {}}
+    - {name: ngram-4, speculative: {method: ngram, num_speculative_tokens: 4, prompt_lookup_max: 4}}
+    - {name: dflash-k8, speculative: {method: dflash, num_speculative_tokens: 8}}
+    - {name: as-deployed}
+
+``speculative`` holds ``--speculative-config`` keys: ``method``, ``model`` and ``num_speculative_tokens`` become the
+vllm_server role's own variables, every other key goes to ``vllm_server_speculative_extra``. An empty mapping (or an
+empty method) runs without speculation; without ``speculative`` the inventory's settings are kept. A DFlash
+configuration without ``model`` uses the inventory's drafter; another method without one names no model (n-gram
+needs none). ``args`` is merged over ``vllm_server_args``. Whether the release accepts a configuration is not decided
+here: the vllm_server role's preflight (the release's rules) and staging (vLLM's own config check in the venv that
+serves) check each one with these overrides, before the canary changes.
+
+The methods that serve as a baseline are the ones that are not DFlash, unless a configuration says otherwise
+(``baseline: true|false``): the compare run is there to tell whether DFlash beats them.
+"""
+
+from __future__ import annotations
+
+import re
+
+PREFIX = "vllm_compare_configurations"
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+KEYS = ("name", "speculative", "args", "baseline")
+# The --speculative-config keys the vllm_server role names as variables of its own.
+OWN = {"method": "speculative_method", "model": "speculative_model", "num_speculative_tokens": "num_speculative_tokens"}
+CANDIDATE_METHOD = "dflash"
+
+
+def problems(configurations):
+    """What is wrong with the list, each naming the variable and the entry."""
+    if not isinstance(configurations, list) or not configurations:
+        return ["%s must be a non-empty list of configurations ({name, speculative, args}), got %r."
+                % (PREFIX, configurations)]
+    out, seen = [], set()
+    for index, entry in enumerate(configurations):
+        where = "%s[%d]" % (PREFIX, index)
+        if not isinstance(entry, dict):
+            out.append("%s must be a mapping with a name, got %r." % (where, entry))
+            continue
+        name = entry.get("name")
+        if not isinstance(name, str) or not NAME.match(name):
+            out.append("%s.name must be letters, digits, '.', '_' and '-' (at most 64, a letter or digit first), got %r."
+                       % (where, name))
+        elif name in seen:
+            out.append("%s.name %r is used twice: each configuration's results are kept under its name." % (where, name))
+        else:
+            seen.add(name)
+            where = "%s[%d] (%s)" % (PREFIX, index, name)
+        unknown = sorted(set(entry) - set(KEYS))
+        if unknown:
+            out.append("%s has unknown keys %s; known: %s." % (where, ", ".join(map(str, unknown)), ", ".join(KEYS)))
+        spec = entry.get("speculative", {})
+        if spec is not None and not isinstance(spec, dict):
+            out.append("%s.speculative must be a mapping of --speculative-config keys ({} for none), got %r."
+                       % (where, spec))
+        elif spec:
+            method = spec.get("method")
+            if method is not None and not isinstance(method, str):
+                out.append("%s.speculative.method must be a string, got %r." % (where, method))
+            tokens = spec.get("num_speculative_tokens")
+            if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
+                out.append("%s.speculative.num_speculative_tokens must be a positive integer, got %r." % (where, tokens))
+            if method and not tokens and method != CANDIDATE_METHOD:
+                out.append("%s.speculative.num_speculative_tokens must be set for method %s." % (where, method))
+        args = entry.get("args", {})
+        if not isinstance(args, dict):
+            out.append("%s.args must be a mapping of vLLM CLI names to values, merged over vllm_server_args, got %r."
+                       % (where, args))
+        if "baseline" in entry and not isinstance(entry["baseline"], bool):
+            out.append("%s.baseline must be true or false, got %r." % (where, entry["baseline"]))
+    return out
+
+
+def overrides(entry, deployed):
+    """The vllm_server variables (without their prefix) one configuration sets over the inventory's.
+
+    deployed: the inventory's {speculative_method, speculative_model, num_speculative_tokens, speculative_extra,
+    args}."""
+    out = {"args": dict(deployed.get("args") or {}, **(entry.get("args") or {}))}
+    if "speculative" not in entry:
+        return out
+    spec = dict(entry["speculative"] or {})
+    method = spec.pop("method", None) or ""
+    if not method:
+        out.update(speculative_method="", speculative_model="", num_speculative_tokens=None, speculative_extra={})
+        return out
+    model = spec.pop("model", None)
+    if model is None:
+        model = (deployed.get("speculative_model") or "") if method == CANDIDATE_METHOD else ""
+    tokens = spec.pop("num_speculative_tokens", None)
+    if tokens is None and method == deployed.get("speculative_method"):
+        tokens = deployed.get("num_speculative_tokens")
+    out.update(speculative_method=method, speculative_model=model, num_speculative_tokens=tokens,
+               speculative_extra=spec)
+    return out
+
+
+def describe(entry, deployed):
+    """What a result keeps of its configuration: its name, method ('' for none), K and whether it is a baseline."""
+    settings = overrides(entry, deployed)
+    method = settings.get("speculative_method", deployed.get("speculative_method")) or ""
+    tokens = settings.get("num_speculative_tokens", deployed.get("num_speculative_tokens")) if method else None
+    extra = (settings.get("speculative_extra", deployed.get("speculative_extra")) or {}) if method else {}
+    baseline = entry.get("baseline", method != CANDIDATE_METHOD)
+    return {"name": entry["name"], "method": method, "k": int(tokens or 0) if method else 0,
+            "extra": dict(extra), "baseline": bool(baseline), "args": dict(entry.get("args") or {})}
+
+
+def order(configurations):
+    """The order the canary runs them in: the inventory's own settings (no ``speculative``, no ``args``) last, so the
+    run that ends on them needs no start of its own."""
+    as_deployed = [c for c in configurations if "speculative" not in c and not c.get("args")]
+    return [c for c in configurations if c not in as_deployed] + as_deployed

