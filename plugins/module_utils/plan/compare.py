@@ -102,6 +102,11 @@ def overrides(entry, deployed):
     return out
 
 
+def settings(entry, deployed):
+    """The inventory's settings with one configuration's over them: every key of ``deployed``."""
+    return dict(deployed, **overrides(entry, deployed))
+
+
 def describe(entry, deployed):
     """What a result keeps of its configuration: its name, method ('' for none), K and whether it is a baseline."""
     settings = overrides(entry, deployed)

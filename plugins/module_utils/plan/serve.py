@@ -59,7 +59,8 @@ AUTH_MIDDLEWARE = "llmops_vllm_auth.RequireKey"
 # Everything else plan() reads.
 _CONTEXT = ("executable", "version", "flavor", "service_name", "api_key_set", "require_api_key", "values")
 # The speed gate's workload (bench_problems).
-_BENCH = ("bench_enabled", "bench_dataset", "bench_categories", "bench_repeats", "bench_dataset_output_len")
+_BENCH = ("bench_enabled", "bench_dataset", "bench_categories", "bench_repeats", "bench_dataset_output_len",
+          "gate_baseline_config", "gate_baseline_tokens_per_second")
 KNOWN = frozenset(("model", "args", "extra_args") + SPECULATIVE + _CONTEXT + _BENCH + tuple(name for name, _flag in NAMED_FLAGS))
 _CLI_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -367,15 +368,32 @@ def bench_problems(settings, text):
     return problems
 
 
+def gate_baseline(settings, measured):
+    """(the baseline tok/s the speed gate compares with when a compare run measured it, problems).
+
+    ``measured``: {tokens_per_second, problem} as the vllm_compare_baseline filter read it on the controller."""
+    name = settings.get("gate_baseline_config")
+    if not name or not _true(settings.get("bench_enabled")):
+        return None, []
+    if not _unset(settings.get("gate_baseline_tokens_per_second")):
+        return None, ["%sgate_baseline_config (%s) and %sgate_baseline_tokens_per_second are both set: the gate compares "
+                      "with one baseline, the measured one or the typed one." % (PREFIX, name, PREFIX)]
+    measured = measured or {}
+    if measured.get("problem") or not measured.get("tokens_per_second"):
+        return None, ["%sgate_baseline_config %s: %s." % (PREFIX, name, measured.get("problem") or "not read")]
+    return measured["tokens_per_second"], []
+
+
 def plan(settings, reads=None):
     """Everything the server preflight decides, from the settings and what was read on the host.
 
     ``settings``: the role's variables without their prefix, plus ``executable``, ``version``, ``flavor``,
     ``service_name``, ``api_key_set`` and ``require_api_key``. ``reads`` (each optional): ``gpus`` (the GPU
     count command's result), ``gpu_count_command``, ``model_config_exists`` (None when not looked for),
-    ``port_owner`` (vllm_port_owner's result) and ``bench_dataset_text`` (the gate's prompt set, bench_problems).
+    ``port_owner`` (vllm_port_owner's result), ``bench_dataset_text`` (the gate's prompt set, bench_problems) and
+    ``measured_baseline`` (the compare run's baseline, gate_baseline).
 
-    Returns ``{"argv", "problems", "warnings"}``; problems each name the variable to change.
+    Returns ``{"argv", "problems", "warnings", "gate_baseline"}``; problems each name the variable to change.
     """
     reads = reads or {}
     problems = value_problems(settings.get("values")) + argv_problems(settings)
@@ -400,6 +418,8 @@ def plan(settings, reads=None):
                         "vllm_drafter_target_model_src), or fix %smodel." % (PREFIX, settings.get("model"), PREFIX))
     problems += _port_problems(reads.get("port_owner"), _count(settings.get("port")), settings.get("service_name", "vllm"))
     problems += bench_problems(settings, reads.get("bench_dataset_text"))
+    baseline, baseline_problems = gate_baseline(settings, reads.get("measured_baseline"))
+    problems += baseline_problems
     warnings = []
     host = settings.get("host")
     if host not in _LOOPBACK and not _true(settings.get("api_key_set")):
@@ -409,4 +429,4 @@ def plan(settings, reads=None):
             problems.append(text.replace("empty, so", "empty and %srequire_api_key is true, so" % PREFIX))
         else:
             warnings.append(text)
-    return {"argv": words, "problems": problems, "warnings": warnings}
+    return {"argv": words, "problems": problems, "warnings": warnings, "gate_baseline": baseline}

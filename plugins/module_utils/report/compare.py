@@ -38,10 +38,28 @@ def slug(fields):
     return "_" + name if name.startswith(".") else name
 
 
+WORKLOAD = ("dataset", "dataset_digest", "categories", "dataset_output_len", "num_prompts", "input_len", "output_len",
+            "warmups")
+
+
 def workload(settings):
-    """What must be the same for two measurements to be compared: the prompts, the output length, the warm-up."""
-    return {name: settings.get(name) for name in ("dataset", "categories", "dataset_output_len", "input_len",
-                                                  "output_len", "warmups", "concurrency")}
+    """What must be the same for two measurements to be compared: the prompts (and their file's digest), the output
+    length, the warm-up. Not the concurrencies or the repeats: the gate reads concurrency 1, which every run has."""
+    return {name: settings.get(name) for name in WORKLOAD}
+
+
+def gpu_fields(flavor, lines):
+    """(GPU model, count) from the lines of ``nvidia-smi -L`` ("GPU 0: NVIDIA H200 (UUID: ...)"); ('cpu', 0) on the
+    CPU flavor. Mixed models are named together, in order, each once."""
+    if flavor == "cpu":
+        return "cpu", 0
+    names = []
+    for line in lines or []:
+        found = re.match(r"^GPU \d+: (.+?)(?: \(UUID: [^)]*\))?\s*$", line)
+        if found:
+            names.append(found.group(1))
+    unique = [n for i, n in enumerate(names) if n not in names[:i]]
+    return "+".join(unique) or "unknown", len(names)
 
 
 def cells(bench):

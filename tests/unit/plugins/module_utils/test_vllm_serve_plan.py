@@ -55,7 +55,7 @@ def test_a_shutdown_timeout_lets_the_requests_in_flight_finish():
 
 def test_the_plan_of_the_users_deploy_has_no_problem():
     found = plan(settings(), TWO_GPUS)
-    assert found == {"argv": argv(QWEN), "problems": [], "warnings": []}
+    assert found == {"argv": argv(QWEN), "problems": [], "warnings": [], "gate_baseline": None}
 
 
 @pytest.mark.parametrize("key", ["max-model-len", "max_model_len", "--max-model-len"])
@@ -255,3 +255,20 @@ def test_a_readable_prompt_set_and_the_builtin_one_have_no_problem():
 def test_a_prompt_set_the_gate_could_not_use_fails_preflight_naming_the_variable(text, changes, words):
     problems = bench(text, **changes)
     assert len(problems) == 1 and words in problems[0], problems
+
+
+def test_the_gate_takes_the_baseline_a_compare_run_measured():
+    s = settings(bench_enabled=True, gate_baseline_config="no-speculation")
+    got = plan(s, dict(TWO_GPUS, measured_baseline={"tokens_per_second": 73.5, "problem": None}))
+    assert got["problems"] == [] and got["gate_baseline"] == 73.5
+    assert plan(settings(bench_enabled=True), TWO_GPUS)["gate_baseline"] is None
+
+
+def test_a_measured_baseline_that_is_not_there_is_named():
+    s = settings(bench_enabled=True, gate_baseline_config="mtp")
+    problem = "the kept compare run has no configuration named mtp (it has: none)"
+    got = plan(s, dict(TWO_GPUS, measured_baseline={"tokens_per_second": None, "problem": problem}))
+    assert got["problems"] == ["vllm_server_gate_baseline_config mtp: %s." % problem]
+    got = plan(dict(s, gate_baseline_tokens_per_second=73.5),
+               dict(TWO_GPUS, measured_baseline={"tokens_per_second": 70.0, "problem": None}))
+    assert "gate_baseline_config (mtp) and vllm_server_gate_baseline_tokens_per_second are both set" in got["problems"][0]
