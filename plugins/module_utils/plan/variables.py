@@ -3,8 +3,8 @@
 """Inventory variables with the collection's prefixes that no entry point reads: a misspelt name is silently ignored
 by Ansible, so the deploy would run with the default instead. Each is named with the closest known name.
 
-The known names are the options of every role's ``meta/argument_specs.yml`` (read by the caller), the playbook's
-own settings (DEPLOY), and the facts the roles publish for each other (PUBLISHED).
+The known names are the options of every role's ``meta/argument_specs.yml`` (read by the caller), the playbooks' own
+settings (DEPLOY, COMPARE), and the facts the roles publish for each other (PUBLISHED).
 """
 
 from __future__ import annotations
@@ -12,20 +12,24 @@ from __future__ import annotations
 import difflib
 import re
 
-PREFIXES = re.compile(r"^vllm_(common|install|drafter|server|frontend|deploy)_")
+PREFIXES = re.compile(r"^vllm_(common|install|drafter|server|frontend|deploy|compare)_")
 # playbooks/deploy.yml's own settings.
 DEPLOY = ("vllm_deploy_serial", "vllm_deploy_max_fail_percentage", "vllm_deploy_report_path",
           "vllm_deploy_prometheus_targets_path", "vllm_deploy_speed_report_dir")
+# playbooks/compare.yml's own settings.
+COMPARE = ("vllm_compare_canary", "vllm_compare_configurations", "vllm_compare_concurrency", "vllm_compare_repeats",
+           "vllm_compare_target_concurrency", "vllm_compare_mix", "vllm_compare_finish", "vllm_compare_dir")
 # Facts a role or the playbook sets for a later play, a later role or another host.
 PUBLISHED = ("vllm_deploy_failed", "vllm_deploy_not_rolled", "vllm_deploy_reached", "vllm_drafter_arriving_paths",
              "vllm_drafter_result", "vllm_frontend_door", "vllm_install_result", "vllm_server_backend",
-             "vllm_server_result", "vllm_drafter_staged_tree", "vllm_server_roll_restarts")
+             "vllm_server_result", "vllm_drafter_staged_tree", "vllm_server_roll_restarts", "vllm_server_compare_key",
+             "vllm_server_bench_workload", "vllm_server_bench_result")
 
 
 def known_names(argument_specs):
     """Every option name of the argument specs given (each a parsed meta/argument_specs.yml), with DEPLOY and
     PUBLISHED."""
-    names = set(DEPLOY) | set(PUBLISHED)
+    names = set(DEPLOY) | set(COMPARE) | set(PUBLISHED)
     for spec in argument_specs:
         for entry in ((spec or {}).get("argument_specs") or {}).values():
             names.update(((entry or {}).get("options") or {}).keys())
