@@ -89,7 +89,9 @@ def overrides(entry, deployed):
     spec = dict(entry["speculative"] or {})
     method = spec.pop("method", None) or ""
     if not method:
-        out.update(speculative_method="", speculative_model="", num_speculative_tokens=None, speculative_extra={})
+        # The server role drops --speculative-config when the method is empty; its K stays the inventory's, which
+        # the role's argument_specs require to be an integer.
+        out.update(speculative_method="", speculative_model="", speculative_extra={})
         return out
     model = spec.pop("model", None)
     if model is None:

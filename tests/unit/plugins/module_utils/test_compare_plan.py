@@ -40,10 +40,11 @@ def test_each_problem_names_the_variable_and_the_entry(configurations, words):
     assert any(words in p for p in found), found
 
 
-def test_no_speculation_clears_every_speculative_setting_and_keeps_the_args():
+def test_no_speculation_clears_the_method_and_keeps_the_args_and_an_integer_k():
     assert compare.overrides({"name": "none", "speculative": {}}, DEPLOYED) == {
-        "args": DEPLOYED["args"], "speculative_method": "", "speculative_model": "", "num_speculative_tokens": None,
-        "speculative_extra": {}}
+        "args": DEPLOYED["args"], "speculative_method": "", "speculative_model": "", "speculative_extra": {}}
+    assert compare.settings({"name": "none", "speculative": {}}, DEPLOYED)["num_speculative_tokens"] == 15
+    assert compare.describe({"name": "none", "speculative": {}}, DEPLOYED)["k"] == 0
 
 
 def test_a_dflash_k_keeps_the_inventory_s_drafter_and_puts_other_keys_in_extra():
