@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The main job, all set-up included: a local systemd container stands in for a
 # GPU host, playbooks/deploy.yml deploys the real vLLM CPU engine on it with a
-# tiny target model and a tiny DFlash drafter, and the script ends by asking
-# the server for a completion and printing its speculative-decoding counters.
-# Re-running it is a no-op deploy (changed=0) against the same container.
+# tiny target model and a tiny DFlash drafter that agrees with it, the script
+# asks the server for a completion and prints its speculative-decoding
+# counters, and it ends with playbooks/compare.yml: DFlash against no
+# speculation on the same prompts, side by side, and which one to run.
+# Re-running it is a no-op deploy (changed=0) against the same container,
+# then the comparison again.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 prepare_controller
@@ -48,12 +51,17 @@ def get(path, body=None):
 
 models = json.loads(get("/v1/models"))["data"]
 print(f"endpoint:    {base}/v1  (model {models[0]['id']})")
+# The demo's target agrees with its drafter because it always answers its end-of-text token: ignore_eos (vLLM's
+# sampling parameter) decodes 32 of them, each drafted and accepted.
 out = json.loads(get("/v1/completions", {"model": models[0]["id"], "prompt": "The health endpoint",
-                                         "max_tokens": 32, "temperature": 0}))
-print(f"completion:  {out['choices'][0]['text']!r}  ({out['usage']['completion_tokens']} tokens)")
+                                         "max_tokens": 32, "temperature": 0, "ignore_eos": True}))
+print(f"completion:  {out['usage']['completion_tokens']} tokens")
 samples = http_probe.parse_metrics(get("/metrics"))
 for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
     metric = f"vllm:spec_decode_{name}_total"
     value = f"{http_probe.metric_total(samples, metric):g}" if metric in samples else "absent"
     print(f"spec_decode_{name}_total: {value}")
 PYEOF
+
+log "ansible-playbook playbooks/compare.yml -i inventories/demo (DFlash against no speculation, side by side)"
+ansible-playbook playbooks/compare.yml -i inventories/demo
