@@ -13,7 +13,7 @@ MODEL = "tiny-qwen3"
 ENDPOINT = f"http://127.0.0.1:{os.environ.get('LLMOPS_MOLECULE_PORT', '18100')}"
 FRONT_DOOR = f"http://127.0.0.1:{os.environ.get('LLMOPS_MOLECULE_FRONT_PORT', '18180')}"
 DRAFTER_RENDERED = "/opt/vllm/drafter/config.json"
-DRAFTER_ORIGINAL = "/srv/models/tiny-qwen3-dflash/config.json"
+DRAFTER_ORIGINAL = "/srv/models/tiny-qwen3-agree-dflash/config.json"
 
 
 def http(path: str, body: dict | None = None, base: str = ENDPOINT) -> dict | str:
@@ -178,8 +178,8 @@ def test_the_first_deploy_measured_its_new_server_and_the_no_op_run_did_not():
     first, noop = recorded_deploys()[:2]
     bench = first["report"][0]["bench"]
     assert bench["status"] == "passed" and bench["decode_tokens_per_second"] > 0
-    # DFlash with 4 speculative tokens: 1 (nothing accepted) to 5 (every draft accepted).
-    assert 1.0 <= bench["acceptance_length"] <= 5.0 and len(bench["per_position_acceptance"]) == 4
+    # DFlash with 4 speculative tokens and the pair that agrees on every token: every draft accepted, 4 + 1 a step.
+    assert bench["acceptance_length"] == 5.0 and bench["per_position_acceptance"] == [1.0] * 4
     assert bench["elapsed"] > 0
     assert noop["report"][0]["bench"] == {} and not noop["report"][0]["restarted"]
 
@@ -206,4 +206,4 @@ def test_prometheus_finds_the_server_in_the_targets_file(tmp_path):
 
     assert discovered(Path(RECORD) / "targets.json", tmp_path) == [{
         "instance": "vllm-molecule-1:8000", "job": "vllm", "host": "vllm-molecule-1", "model": MODEL,
-        "vllm_version": "0.32.0", "speculative_method": "dflash", "drafter": "tiny-qwen3-dflash"}]
+        "vllm_version": "0.32.0", "speculative_method": "dflash", "drafter": "tiny-qwen3-agree-dflash"}]
