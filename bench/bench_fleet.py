@@ -9,6 +9,11 @@ in one session, so one test run gives both columns; this script reads them, prin
 - no request failed through the front door during any rollout (the first deploy from the first answer on);
 - no request failed on a host the rollout did not restart.
 
+Each scenario's compare run (playbooks/compare.yml on one host: the default scenario's agreeing pair, the fleet's
+random drafter on its second host while the first serves) is read from what it kept (compare/*/latest.json) and its
+output: the wall time of each configuration, the canary's time out of its front door, the spread of the repeated
+measurements and the smallest speed-up a gate can tell from it.
+
     python bench/bench_fleet.py                       # reads .build/molecule/{default,fleet}-record
     python bench/bench_fleet.py --json figures.json   # the figures as JSON too
 """
@@ -110,6 +115,34 @@ def gate_rows(scenario: str, recorded: list[dict]) -> list[dict]:
     return out
 
 
+def compare_run(directory: Path, log_name: str) -> dict | None:
+    """A scenario's compare run: each configuration's seconds, acceptance and tok/s at concurrency 1, the largest
+    spread of its repeats, and the canary's seconds out of its front door (from the playbook's last message)."""
+    kept = sorted(directory.glob("compare/*/latest.json"))
+    if not kept:
+        return None
+    record = json.loads(kept[-1].read_text())
+    log = (directory / log_name).read_text() if (directory / log_name).exists() else ""
+    out_s = re.search(r"was out of its front doors for ([0-9.]+) s; the compare run took ([0-9.]+) s", log)
+    rows = []
+    for result in record["results"]:
+        overall = ((result.get("bench") or {}).get("overall") or {}).get("1") or {}
+        spreads = [cell["output_tokens_per_second"]["spread"] or 0.0
+                   for by in ((result.get("bench") or {}).get("categories") or {}).values() for cell in by.values()
+                   if (cell.get("output_tokens_per_second") or {}).get("n", 0) > 1]
+        rows.append({"name": result["name"], "status": result["status"], "seconds": result.get("seconds"),
+                     "decode_tok_s": overall.get("decode_tokens_per_second"),
+                     "output_tok_s": overall.get("output_tokens_per_second"),
+                     "acceptance_length": overall.get("acceptance_length"),
+                     "max_spread": max(spreads) if spreads else None})
+    spreads = [r["max_spread"] for r in rows if r["max_spread"] is not None]
+    return {"rows": rows, "recommendation": record["recommendation"]["msg"],
+            "out_of_door_s": float(out_s.group(1)) if out_s else None, "wall_s": float(out_s.group(2)) if out_s else None,
+            # Two configurations whose medians differ by less than the widest spread of a repeated cell cannot be
+            # told apart: that is the smallest speed-up a gate on these measurements can tell from noise.
+            "smallest_speedup": round(1.0 + max(spreads), 3) if spreads else None}
+
+
 def table(rows: list[list], header: list[str]) -> str:
     cells = [header] + [[str(c) for c in row] for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
@@ -175,6 +208,20 @@ def main() -> int:
             print("\nLiveness watchdog on the host (systemd's accounting of each run): %d runs, median %.0f ms CPU per "
                   "run, %.1f s CPU per hour at one run every %g s" % (len(runs), median, median * 3600 / args.watchdog_every / 1000,
                                                                       args.watchdog_every))
+    compares = {"1 host": compare_run(args.default, "compare.log"),
+                "%d hosts" % times[1]["hosts"]: compare_run(args.fleet, "deploy-compare.log")}
+    for scenario, run in compares.items():
+        if not run:
+            continue
+        print("\nCompare run (%s): each configuration started through the unit and measured on the prompt set; "
+              "the canary out of its front door %s s of a %s s run" % (scenario, run["out_of_door_s"], run["wall_s"]))
+        print(table([[r["name"], r["status"], r["seconds"], r["decode_tok_s"], r["output_tok_s"], r["acceptance_length"],
+                      "%.0f%%" % (100 * r["max_spread"]) if r["max_spread"] is not None else "-"] for r in run["rows"]],
+                    ["configuration", "status", "wall s", "decode tok/s (1)", "aggregate tok/s (1)", "accept len",
+                     "widest spread"]))
+        print("recommendation: %s" % run["recommendation"])
+        if run["smallest_speedup"]:
+            print("smallest speed-up a gate can tell from this noise: %.2fx" % run["smallest_speedup"])
     print("\nBytes each host received / sent (its eth0) during the first deploy and the no-op re-run; the "
           "controller sends the packed wheelhouse once per host, no host downloads from an index")
     print(table([[h, first_bytes[h]["rx"], first_bytes[h]["tx"], noop_bytes[h]["rx"], noop_bytes[h]["tx"]]
@@ -192,7 +239,7 @@ def main() -> int:
         fault_seconds = [{"fault": p["phase"], "seconds": round(p["end"] - p["start"], 1)} for p in faults]
         args.json.write_text(json.dumps({"deploys": times, "rollouts": rolled, "gates": gates, "faults": fault_seconds,
                                          "first_deploy_bytes": first_bytes, "noop_bytes": noop_bytes,
-                                         "wheelhouse_bytes": wheelhouse_bytes}, indent=2))
+                                         "wheelhouse_bytes": wheelhouse_bytes, "compare": compares}, indent=2))
     print("\n" + ("\n".join("MISSED: " + m for m in misses) if misses else "all goals met"))
     return 1 if misses else 0
 
