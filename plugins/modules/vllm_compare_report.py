@@ -12,7 +12,8 @@ version_added: 0.3.0
 description:
   - From the results of a compare run (C(playbooks/compare.yml) - server configurations measured side by side on one
     canary, the same prompts and concurrencies for each), writes under O(dest), in a directory per key (model, drafter,
-    vLLM version, GPU model and count, tensor parallel size) and per run, C(compare.json), C(compare.md) (aggregate
+    vLLM version, GPU model and count, tensor parallel size) and per run, C(compare.json) (all of it as data),
+    C(compare.md) (aggregate
     tok/s for each configuration x category x concurrency with the spread of the repeats, the speed-up of each DFlash
     configuration over each baseline, where speculation stops paying, each number of speculative tokens predicted from
     per-position acceptance against what was measured, and the recommendation with its evidence) and C(compare.png).

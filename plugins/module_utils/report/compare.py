@@ -232,7 +232,10 @@ def record(summary, fields, results, settings, run_id):
     return {"run": run_id, "key": key(fields), "workload": workload(settings),
             "results": [{k: r.get(k) for k in ("name", "method", "k", "extra", "baseline", "args", "status", "reason",
                                                "bench")} for r in results],
-            "scores": summary["scores"], "recommendation": summary["recommendation"]}
+            "scores": summary["scores"], "recommendation": summary["recommendation"],
+            # The rest of the answer, as data: what compare.md shows beside the table.
+            "speedups": summary["speedups"], "stops_paying": summary["stops_paying"],
+            "draft_length": summary["draft_length"], "failed": summary["failed"]}
 
 
 def measured_baseline(kept, name, fields, settings):

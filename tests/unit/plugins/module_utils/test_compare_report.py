@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.report import compare
@@ -146,6 +148,11 @@ def test_the_gate_reads_the_measured_baseline_of_its_own_key_and_workload():
     summary = compare.compare(agreeing())
     kept = compare.record(summary, KEY, agreeing(), SETTINGS, "run1")
     assert compare.measured_baseline(kept, "none", KEY, SETTINGS) == (100.0, None)
+    # The whole answer is kept as data, JSON as written: the draft lengths predicted beside those measured.
+    kept = json.loads(json.dumps(kept))
+    assert set(kept) >= {"speedups", "stops_paying", "draft_length", "failed"}
+    rows = {row["k"]: row for row in kept["draft_length"][0]["rows"]}
+    assert rows[2]["measured_acceptance_length"] == rows[2]["predicted_acceptance_length"] == 3.0
     value, problem = compare.measured_baseline(kept, "none", dict(KEY, tensor_parallel_size=2), SETTINGS)
     assert value is None and "not {" in problem
     value, problem = compare.measured_baseline(kept, "none", KEY, dict(SETTINGS, warmups=0))
