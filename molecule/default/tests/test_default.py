@@ -126,10 +126,7 @@ def test_models_endpoint_lists_the_model_from_the_controller():
     assert [m["id"] for m in models["data"]] == [MODEL]
 
 
-def test_completion_answers_and_dflash_drafts(host):
-    out = http("/v1/completions", {"model": MODEL, "prompt": "The health endpoint", "max_tokens": 24,
-                                   "temperature": 0, "ignore_eos": True})
-    assert out["usage"]["completion_tokens"] == 24 and out["choices"][0]["text"]
+def test_completion_answers_and_every_dflash_draft_is_accepted(host):
     # The collection's own Prometheus parser, from this checkout: the verifier has no collection on sys.path.
     import importlib.util
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "plugins", "module_utils", "probe", "http_client.py")
@@ -137,8 +134,19 @@ def test_completion_answers_and_dflash_drafts(host):
     http_probe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(http_probe)
 
-    drafts = http_probe.metric_total(http("/metrics"), "vllm:spec_decode_num_drafts_total")
+    def counters():
+        samples = http("/metrics")
+        return [http_probe.metric_total(samples, "vllm:spec_decode_num_%s_total" % name)
+                for name in ("drafts", "draft_tokens", "accepted_tokens")]
+
+    before = counters()
+    # The agreeing target answers its end-of-text token (a special token: no text); ignore_eos decodes 24 of them.
+    out = http("/v1/completions", {"model": MODEL, "prompt": "The health endpoint", "max_tokens": 24,
+                                   "temperature": 0, "ignore_eos": True})
+    assert out["usage"]["completion_tokens"] == 24
+    drafts, drafted, accepted = [b - a for a, b in zip(before, counters())]
     assert drafts > 0, "DFlash is not drafting"
+    assert accepted == drafted == 4 * drafts, (drafts, drafted, accepted)
 
 
 def test_the_front_door_holds_the_host_ready_and_serves_through_it(host):
