@@ -153,6 +153,8 @@ def compare(results, target_concurrency=1, mix=None):
         "recommendation": recommend(served, scores, by, plain, target_concurrency),
         "failed": [{"name": r["name"], "status": r.get("status"), "reason": r.get("reason", ""), "msg": r.get("msg", "")}
                    for r in results if r not in served],
+        # Each configuration's wall time on the canary: its checks, its start (or rollback) and its measurements.
+        "seconds": {r["name"]: r.get("seconds") for r in results},
     }
 
 
@@ -231,7 +233,7 @@ def record(summary, fields, results, settings, run_id):
     """What the controller keeps of a run, under its key: the latest one is what the gate reads."""
     return {"run": run_id, "key": key(fields), "workload": workload(settings),
             "results": [{k: r.get(k) for k in ("name", "method", "k", "extra", "baseline", "args", "status", "reason",
-                                               "bench")} for r in results],
+                                               "restarted", "seconds", "bench")} for r in results],
             "scores": summary["scores"], "recommendation": summary["recommendation"],
             # The rest of the answer, as data: what compare.md shows beside the table.
             "speedups": summary["speedups"], "stops_paying": summary["stops_paying"],
@@ -314,6 +316,9 @@ def markdown(summary, fields, run_id):
         lines.append("")
         lines.append("Best predicted K: %d (%s tok/s single-stream)" % (group["best"]["k"],
                                                                         _n(group["best"]["predicted_tokens_per_second"])))
+    if any(v is not None for v in summary["seconds"].values()):
+        lines += ["", "## Wall time on the canary (checks, start or rollback, measurements)", ""]
+        lines += ["- %s: %s s" % (name, _n(seconds, 1)) for name, seconds in summary["seconds"].items()]
     if summary["failed"]:
         lines += ["", "## Not measured", ""]
         lines += ["- %s: %s %s %s" % (f["name"], f["status"], f["reason"], f["msg"]) for f in summary["failed"]]
