@@ -182,6 +182,8 @@ def evaluate(runs, gates):
 
     if single["client"]["completed"] == 0:
         return {"passed": False, "reason": "bench_failed", "speedup": None, "notes": notes,
+                "hint": "every request failed: the server's log says why (a prompt longer than --max-model-len "
+                        "is refused); " + HINTS["bench_failed"],
                 "msg": "no request of the benchmark completed (%d failed)" % single["client"]["failed"]}
 
     minimum = gates.get("min_decode_tokens_per_second")

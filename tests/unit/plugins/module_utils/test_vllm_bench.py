@@ -194,6 +194,8 @@ def test_the_gates_read_the_single_stream_run():
 def test_a_benchmark_that_completed_nothing_fails_as_such():
     verdict = evaluate([run(completed=0)], {})
     assert verdict["reason"] == "bench_failed"
+    # Every verdict carries the keys the module reports (it failed with KeyError 'hint' on this one).
+    assert set(verdict) == set(evaluate([run()], {})) and "--max-model-len" in verdict["hint"]
 
 
 def test_a_deploy_keeps_the_figures_of_a_measured_run_and_nothing_of_a_skipped_one():
