@@ -27,8 +27,8 @@ PUBLISHED = ("vllm_deploy_failed", "vllm_deploy_not_rolled", "vllm_deploy_reache
 
 
 def known_names(argument_specs):
-    """Every option name of the argument specs given (each a parsed meta/argument_specs.yml), with DEPLOY and
-    PUBLISHED."""
+    """Every option name of the argument specs given (each a parsed meta/argument_specs.yml), with DEPLOY,
+    COMPARE and PUBLISHED."""
     names = set(DEPLOY) | set(COMPARE) | set(PUBLISHED)
     for spec in argument_specs:
         for entry in ((spec or {}).get("argument_specs") or {}).values():
