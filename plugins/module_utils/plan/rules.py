@@ -152,16 +152,21 @@ class ServeSettings(object):
         self.shutdown_timeout = int(shutdown_timeout or 0)
 
 
+def budget(settings):
+    """(max_num_batched_tokens, max_num_seqs) in effect: the settings', vLLM's defaults where unset."""
+    default_b, default_s = defaults(settings.flavor, settings.ranks)
+    batched = settings.batched if settings.batched is not None else default_b
+    # vLLM lowers an unset max_num_seqs to max_num_batched_tokens; only two explicit values can clash.
+    return batched, settings.seqs if settings.seqs is not None else min(default_s, batched)
+
+
 def problems(settings, prefix="vllm_server_"):
     """What this release of vLLM would refuse in these settings, each naming the variable to change."""
     s, out = settings, []
     release = _show(s.release)
     note = (" (rules read up to vLLM %s; %s is newer)" % (_show(READ_UP_TO), release)
             if s.release > READ_UP_TO else "")
-    default_b, default_s = defaults(s.flavor, s.ranks)
-    batched = s.batched if s.batched is not None else default_b
-    # vLLM lowers an unset max_num_seqs to max_num_batched_tokens; only two explicit values can clash.
-    seqs = s.seqs if s.seqs is not None else min(default_s, batched)
+    batched, seqs = budget(s)
     b_text = "%d%s" % (batched, " (vLLM's default)" if s.batched is None else "")
     s_text = "%d%s" % (seqs, " (vLLM's default)" if s.seqs is None else "")
     if s.shutdown_timeout and s.release < SHUTDOWN_TIMEOUT_SINCE:

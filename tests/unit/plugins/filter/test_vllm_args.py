@@ -65,7 +65,7 @@ def systemd_words(line: str) -> list[str]:
 def test_filters_are_registered():
     assert set(FilterModule().filters()) == {
         "vllm_serve_argv", "vllm_serve_plan", "vllm_server_urls", "systemd_quote", "systemd_env_file_quote", "argv_lines",
-        "vllm_liveness_probe"}
+        "vllm_liveness_probe", "vllm_runtime_hazards"}
 
 
 def test_the_argv_filter_hands_over_to_the_plan_and_names_the_variable():
@@ -163,3 +163,9 @@ def test_the_liveness_probe_filter_refuses_an_empty_model_name():
     assert probe("qwen3.6-27b")["path"] == "/v1/completions"
     with pytest.raises(AnsibleFilterError, match="served model name"):
         probe("")
+
+
+def test_the_install_asks_the_hazard_table_about_a_flash_attn_without_ops():
+    hazards = FilterModule().filters()["vllm_runtime_hazards"]
+    assert "vllm#42675" in hazards({"release": "0.20.2", "flavor": "gpu", "flash_attn": "partial"})["problems"][0]
+    assert hazards({"release": "0.24.0", "flavor": "gpu", "flash_attn": "partial"}) == {"problems": [], "warnings": []}

@@ -1,0 +1,158 @@
+"""Each row of the runtime hazard table on both sides of each of its boundaries: release, flavor, K, flags, models."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.hazards import READ_ON, TABLE, Facts, check
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.rules import parse_release
+
+# Qwen3.6-27B's language config as its config.json nests it (the layer kinds only matter here).
+QWEN36 = {"architectures": ["Qwen3_5ForConditionalGeneration"],
+          "text_config": {"model_type": "qwen3_5_text", "layer_types": ["linear_attention"] * 3 + ["full_attention"]}}
+DENSE = {"architectures": ["Qwen3ForCausalLM"], "layer_types": ["full_attention"] * 2}
+SPECULATORS = {"speculators_model_type": "dflash", "speculators_config": {}}
+WINDOWED = {"layer_types": ["sliding_attention", "full_attention"], "sliding_window": 2048}
+
+
+def facts(release="0.32.0", flavor="gpu", method="dflash", tokens=15, batched=32768, seqs=256, target=None,
+          drafter=None, args=None, extra_args=None, env=None, flash_attn=None):
+    return Facts(parse_release(release), flavor, method, tokens, batched, seqs, target, drafter, args, extra_args, env,
+                 flash_attn)
+
+
+def fired(f):
+    problems, warnings = check(f)
+    return [text.rsplit("hazard ", 1)[1].rstrip(").") for text in problems + warnings]
+
+
+def test_every_row_names_a_source_a_remedy_and_where_it_holds():
+    for row in TABLE:
+        assert row.source and row.remedy and row.effect in ("crash", "degradation") and row.flavors
+        assert row.fixed is None or row.fixed > row.first
+
+
+@pytest.mark.parametrize("tokens, prefix_flag, target, expected", [
+    (15, None, QWEN36, True),                                   # the user's own configuration
+    (10, None, QWEN36, True),
+    (9, None, QWEN36, False),
+    (15, False, QWEN36, False),                                 # enable-prefix-caching: false
+    (15, True, QWEN36, True),
+    (15, None, DENSE, False),
+    (15, None, None, False),                                    # the target's config was not read
+])
+def test_hybrid_targets_with_prefix_caching_and_long_drafts_are_refused(tokens, prefix_flag, target, expected):
+    args = {} if prefix_flag is None else {"enable-prefix-caching": prefix_flag}
+    f = facts(release="0.20.2", tokens=tokens, target=target, args=args)
+    assert ("gdn-prefix-caching-long-drafts" in fired(f)) is expected
+    if expected:
+        problems, _ = check(f)
+        assert "vllm_server_args: {enable-prefix-caching: false}" in problems[0] and "vllm#42084" in problems[0]
+
+
+def test_prefix_caching_turned_off_in_extra_args_counts():
+    assert "gdn-prefix-caching-long-drafts" not in fired(facts(target=QWEN36, extra_args=["--no-enable-prefix-caching"]))
+
+
+@pytest.mark.parametrize("release, seqs, expected", [
+    ("0.27.1", 256, None),                     # 0.20-0.27 refuse it at start (module_utils/plan/rules)
+    ("0.28.0", 256, "dflash-draft-budget"),    # 256 x 16 = 4096 > 2048
+    ("0.32.0", 256, "dflash-draft-budget"),
+    ("0.32.0", 128, None),                     # 128 x 16 = 2048: not more than the budget
+    ("0.33.0", 256, "dflash-draft-budget-capped"),
+    ("0.33.0", 128, None),
+])
+def test_the_draft_budget_crashes_on_0_28_to_0_32_and_is_capped_on_0_33(release, seqs, expected):
+    names = fired(facts(release=release, tokens=15, batched=2048, seqs=seqs))
+    assert names == ([expected] if expected else [])
+
+
+def test_the_draft_budget_crash_is_not_the_cpu_engines():
+    assert fired(facts(release="0.32.0", flavor="cpu", tokens=15, batched=2048, seqs=256)) == []
+
+
+def test_the_draft_budget_message_names_both_variables_and_the_figures():
+    (problem,), _ = check(facts(release="0.32.0", tokens=15, batched=2048, seqs=256))
+    assert "4096" in problem and "vllm_server_max_num_batched_tokens to at least 4096" in problem
+    assert "vllm_server_max_num_seqs to 128 or fewer" in problem and "#53970" in problem
+
+
+@pytest.mark.parametrize("release, env, drafter, expected", [
+    ("0.23.0", {}, SPECULATORS, False),
+    ("0.24.0", {}, SPECULATORS, True),
+    ("0.33.0", {"VLLM_USE_V2_MODEL_RUNNER": "0"}, SPECULATORS, False),
+    ("0.33.0", {"VLLM_USE_V2_MODEL_RUNNER": "1"}, SPECULATORS, True),
+    ("0.33.0", {}, {"architectures": ["DFlashDraftModel"]}, False),   # a z-lab drafter
+])
+def test_a_speculators_drafter_under_model_runner_v2_is_warned(release, env, drafter, expected):
+    f = facts(release=release, drafter=drafter, env=env, seqs=8)
+    assert ("v2-runner-speculators-drafter" in fired(f)) is expected
+    assert not check(f)[0]
+
+
+@pytest.mark.parametrize("release, args, drafter, expected", [
+    ("0.29.0", {"attention-backend": "FLEX_ATTENTION"}, WINDOWED, True),
+    ("0.30.0", {"attention-backend": "FLEX_ATTENTION"}, WINDOWED, False),       # PR #54374
+    ("0.29.0", {"attention-backend": "FLASH_ATTN"}, WINDOWED, False),
+    ("0.29.0", {}, WINDOWED, False),                                            # vLLM picks FlashAttention
+    ("0.29.0", {"attention-backend": "FLEX_ATTENTION", "enforce-eager": True}, WINDOWED, False),
+    ("0.29.0", {"attention-backend": "FLEX_ATTENTION", "compilation-config": {"cudagraph_mode": "PIECEWISE"}},
+     WINDOWED, False),
+    ("0.29.0", {"attention-backend": "FLEX_ATTENTION"}, {"layer_types": ["full_attention"]}, False),
+    ("0.29.0", {"attention-backend": "FLEX_ATTENTION"}, {"dflash_config": {"use_swa": True}}, True),
+])
+def test_a_windowed_drafter_before_0_30_off_flash_attention_under_full_graphs_is_warned(release, args, drafter, expected):
+    assert ("sliding-window-drafter-aot-schedule" in fired(facts(release=release, args=args, drafter=drafter,
+                                                                 seqs=8))) is expected
+
+
+@pytest.mark.parametrize("release, flavor, expected", [
+    ("0.20.2", "gpu", True),
+    ("0.23.0", "gpu", True),
+    ("0.24.0", "gpu", False),      # the import is under suppress(ModuleNotFoundError) from 0.24.0
+    ("0.21.0", "cpu", True),
+    ("0.22.0", "cpu", False),      # not made on the CPU platform from 0.22.0
+])
+def test_a_flash_attn_without_ops_crashes_0_20_to_0_23(release, flavor, expected):
+    f = facts(release=release, flavor=flavor, flash_attn="partial", seqs=8)
+    assert ("flash-attn-without-ops" in fired(f)) is expected
+    if expected:
+        assert "No module named 'flash_attn.ops'" in check(f)[0][0]
+
+
+def test_no_speculation_has_no_speculative_hazards():
+    assert fired(facts(method="", tokens=0, target=QWEN36, seqs=1024, batched=2048)) == []
+
+
+DOC = Path(__file__).resolve().parents[4] / "docs" / "runtime-hazards.md"
+
+
+def render() -> str:
+    """docs/runtime-hazards.md from the table: LLMOPS_WRITE_DOCS=1 pytest -k runtime_hazards writes it."""
+    def releases(row):
+        first = "%d.%d.%d" % row.first
+        return "%s and later" % first if row.fixed is None else "%s to before %d.%d.%d" % ((first,) + row.fixed)
+    lines = ["<!-- Written from plugins/module_utils/plan/hazards.py by tests/unit/plugins/module_utils/"
+             "test_runtime_hazards.py (LLMOPS_WRITE_DOCS=1); do not edit by hand. -->", "",
+             "# Known runtime hazards", "",
+             "Settings that every start-up check of vLLM accepts and that then crash or degrade under traffic. The "
+             "server preflight checks each row before any host changes: a crash is refused, a degradation warned, "
+             "each naming the variable to change. Boundaries read in the wheels on both sides of each fix on %s; an "
+             "open report has no upper bound." % READ_ON, "",
+             "| hazard | releases | flavors | effect | what happens | source | remedy |", "|---|---|---|---|---|---|---|"]
+    example = {"p": "vllm_server_", "k": "K", "k1": "K+1", "seqs": "max_num_seqs", "batched": "B", "need": "max_num_seqs x (K+1)",
+               "fit": "B // (K+1)", "release": "the release", "arch": "the target's architecture", "backend": "a non-FlashAttention"}
+    for row in TABLE:
+        lines.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
+            row.name, releases(row), ", ".join(row.flavors), row.effect, row.text.format(**example),
+            row.source, row.remedy.format(**example)))
+    return "\n".join(lines) + "\n"
+
+
+def test_the_doc_is_the_table():
+    if os.environ.get("LLMOPS_WRITE_DOCS") == "1":
+        DOC.write_text(render())
+    assert DOC.read_text() == render(), "docs/runtime-hazards.md is stale: LLMOPS_WRITE_DOCS=1 pytest -k runtime_hazards"
