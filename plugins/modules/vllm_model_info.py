@@ -111,6 +111,17 @@ tensors:
     file:
       description: The weight file that holds the tensor.
       type: str
+    bytes:
+      description: The tensor's size in the file, in bytes.
+      type: int
+weight_bytes:
+  description:
+    - The bytes the weights take on disk, by safetensors dtype, summed over every tensor of every weight file (from
+      each tensor's C(data_offsets) in the header). Empty when O(read_weights=false).
+    - The vllm_server preflight checks from it that the weights fit in each GPU's memory.
+  returned: success
+  type: dict
+  sample: {"BF16": 53807212544, "F32": 1048576}
 missing_tensors:
   description: Names listed in O(tensors) that no weight file holds.
   returned: success

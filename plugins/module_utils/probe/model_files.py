@@ -103,7 +103,7 @@ def weight_files(model_dir):
 
 
 def read_safetensors_header(path, max_header_bytes=MAX_HEADER_BYTES):
-    """Return ``{tensor_name: {"dtype": str, "shape": [int, ...]}}`` from a safetensors file.
+    """Return ``{tensor_name: {"dtype": str, "shape": [int, ...], "bytes": int}}`` from a safetensors file.
 
     Reads the length prefix and the JSON header only; the tensor data is never touched.
     """
@@ -138,9 +138,13 @@ def read_safetensors_header(path, max_header_bytes=MAX_HEADER_BYTES):
 def _tensor_entry(path, name, entry):
     shape = entry.get("shape") if isinstance(entry, dict) else None
     dtype = entry.get("dtype") if isinstance(entry, dict) else None
+    offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
     if not isinstance(dtype, str) or not isinstance(shape, list) or not all(isinstance(dim, int) for dim in shape):
         raise ModelFilesError("safetensors header of %s has a malformed entry for tensor %s" % (path, name))
-    return {"dtype": dtype, "shape": shape}
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
+            and 0 <= offsets[0] <= offsets[1]):
+        raise ModelFilesError("safetensors header of %s has malformed data_offsets for tensor %s" % (path, name))
+    return {"dtype": dtype, "shape": shape, "bytes": offsets[1] - offsets[0]}
 
 
 def read_tensor_index(model_dir, names=None):
@@ -174,12 +178,16 @@ def describe_model(model_dir, tensor_names=None, all_tensors=False, read_weights
         "weight_files": [],
         "tensors": {},
         "missing_tensors": [],
+        "weight_bytes": {},
     }
     if not read_weights:
         return info
     info["weight_files"] = weight_files(model_dir)
     names = None if all_tensors else list(tensor_names or [])
-    tensors = read_tensor_index(model_dir, names)
+    every = read_tensor_index(model_dir)
+    for entry in every.values():
+        info["weight_bytes"][entry["dtype"]] = info["weight_bytes"].get(entry["dtype"], 0) + entry["bytes"]
+    tensors = every if names is None else dict((name, every[name]) for name in names if name in every)
     info["tensors"] = tensors
     if names is not None:
         info["missing_tensors"] = [name for name in names if name not in tensors]

@@ -53,8 +53,8 @@ def test_header_gives_dtype_and_shape_and_skips_metadata(tmp_path):
     path = tmp_path / "model.safetensors"
     path.write_bytes(safetensors_bytes({"fc.weight": [64, 128], "norm.weight": [64]}, metadata={"format": "pt"}))
     assert read_safetensors_header(str(path)) == {
-        "fc.weight": {"dtype": "F32", "shape": [64, 128]},
-        "norm.weight": {"dtype": "F32", "shape": [64]},
+        "fc.weight": {"dtype": "F32", "shape": [64, 128], "bytes": 32768},
+        "norm.weight": {"dtype": "F32", "shape": [64], "bytes": 256},
     }
 
 
@@ -64,7 +64,7 @@ def test_header_is_read_without_the_tensor_data(tmp_path):
     (length,) = struct.unpack("<Q", full[:8])
     path = tmp_path / "model.safetensors"
     path.write_bytes(full[: 8 + length])
-    assert read_safetensors_header(str(path)) == {"fc.weight": {"dtype": "F32", "shape": [1024, 1024]}}
+    assert read_safetensors_header(str(path)) == {"fc.weight": {"dtype": "F32", "shape": [1024, 1024], "bytes": 4194304}}
 
 
 @pytest.mark.parametrize(
@@ -130,7 +130,7 @@ def test_single_file_weights(model_dir):
     (model_dir / "model.safetensors").write_bytes(safetensors_bytes({"fc.weight": [64, 128], "norm.weight": [64]}))
     assert weight_files(str(model_dir)) == ["model.safetensors"]
     assert read_tensor_index(str(model_dir), ["fc.weight", "absent"]) == {
-        "fc.weight": {"dtype": "F32", "shape": [64, 128], "file": "model.safetensors"}
+        "fc.weight": {"dtype": "F32", "shape": [64, 128], "bytes": 32768, "file": "model.safetensors"}
     }
 
 
@@ -153,7 +153,8 @@ def test_sharded_weights_follow_the_index(model_dir):
     assert weight_files(str(model_dir)) == ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
     index = read_tensor_index(str(model_dir))
     assert sorted(index) == ["fc.weight", "layers.0.mlp.up_proj.weight", "norm.weight"]
-    assert index["fc.weight"] == {"dtype": "F32", "shape": [64, 128], "file": "model-00002-of-00002.safetensors"}
+    assert index["fc.weight"] == {"dtype": "F32", "shape": [64, 128], "bytes": 32768,
+                                  "file": "model-00002-of-00002.safetensors"}
 
 
 def test_index_naming_a_missing_shard(model_dir):
