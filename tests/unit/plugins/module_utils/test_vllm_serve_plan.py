@@ -55,7 +55,7 @@ def test_a_shutdown_timeout_lets_the_requests_in_flight_finish():
 
 def test_the_plan_of_the_users_deploy_has_no_problem():
     found = plan(settings(), TWO_GPUS)
-    assert found == {"argv": argv(QWEN), "problems": [], "warnings": [], "gate_baseline": None}
+    assert found == {"argv": argv(QWEN), "problems": [], "warnings": [], "gate_baseline": None, "memory": None}
 
 
 @pytest.mark.parametrize("key", ["max-model-len", "max_model_len", "--max-model-len"])
@@ -148,6 +148,9 @@ def test_the_release_rules_apply_the_release_that_will_serve():
     small = settings(max_num_batched_tokens=8192, max_num_seqs=1024)
     assert "vllm_server_max_num_batched_tokens is too small for 15" in plan(small, TWO_GPUS)["problems"][0]
     assert plan(dict(small, version="0.32.0", flavor="cpu"), TWO_GPUS)["problems"] == []
+    # On GPUs 0.32 starts with it too; the runtime hazard table (module_utils/plan/hazards) refuses it for what follows.
+    (problem,) = plan(dict(small, version="0.32.0"), TWO_GPUS)["problems"]
+    assert "(hazard dflash-draft-budget)" in problem
 
 
 def test_a_relative_executable_names_the_shared_variable():
@@ -272,3 +275,39 @@ def test_a_measured_baseline_that_is_not_there_is_named():
     got = plan(dict(s, gate_baseline_tokens_per_second=73.5),
                dict(TWO_GPUS, measured_baseline={"tokens_per_second": 70.0, "problem": None}))
     assert "gate_baseline_config (mtp) and vllm_server_gate_baseline_tokens_per_second are both set" in got["problems"][0]
+
+
+# What the preflight reads of the user's models (vllm_model_info) and GPUs (nvidia-smi's memory.total in MiB).
+QWEN36_READ = {"config": {"architectures": ["Qwen3_5ForConditionalGeneration"], "text_config": {
+    "num_hidden_layers": 8, "layer_types": ["linear_attention"] * 6 + ["full_attention"] * 2, "num_key_value_heads": 4,
+    "num_attention_heads": 24, "head_dim": 256, "hidden_size": 5120, "dtype": "bfloat16",
+    "max_position_embeddings": 262144}}, "weight_bytes": {"BF16": 54 * 10 ** 9}}
+DRAFTER_READ = {"config": {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5, "num_key_value_heads": 8,
+                           "num_attention_heads": 32, "head_dim": 128, "hidden_size": 5120, "dtype": "bfloat16"},
+                "weight_bytes": {"BF16": 3 * 10 ** 9}}
+H200S = {"rc": 0, "stdout_lines": ["143771", "143771"]}
+
+
+def test_the_users_own_configuration_is_refused_for_its_known_crash():
+    found = plan(settings(), dict(TWO_GPUS, models={"target": QWEN36_READ, "drafter": DRAFTER_READ}, gpu_memory=H200S))
+    (problem,) = found["problems"]
+    assert "vllm#42084" in problem and "vllm_server_args: {enable-prefix-caching: false}" in problem
+    fixed = dict(QWEN["args"], **{"enable-prefix-caching": False})
+    assert plan(settings(args=fixed), dict(TWO_GPUS, models={"target": QWEN36_READ, "drafter": DRAFTER_READ},
+                                           gpu_memory=H200S))["problems"] == []
+
+
+def test_the_memory_check_reads_the_models_and_gpus_and_names_the_variables():
+    args = dict(QWEN["args"], **{"enable-prefix-caching": False, "max-model-len": 262144, "gpu-memory-utilization": 0.2})
+    reads = dict(TWO_GPUS, models={"target": QWEN36_READ, "drafter": DRAFTER_READ}, gpu_memory=H200S)
+    found = plan(settings(args=args), reads)
+    (problem,) = found["problems"]
+    assert "Out of memory before the first request" in problem and "vllm_server_args.max-model-len" in problem
+    assert "vllm_server_args.gpu-memory-utilization 0.20" in problem
+    assert found["memory"]["weight_bytes_per_gpu"] == (54 + 3) * 10 ** 9 // 2
+
+
+def test_a_model_not_read_is_not_checked():
+    found = plan(settings(), dict(TWO_GPUS, models={"target": {"failed": True, "msg": "no such directory"}},
+                                  gpu_memory=H200S))
+    assert found["problems"] == [] and found["memory"] is None
