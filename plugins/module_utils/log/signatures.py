@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.llmops.vllm.plugins.module_utils.log import vocabulary
+
 READY = "ready"
 TIMEOUT = "timeout"
 REASONS = (
@@ -394,6 +396,21 @@ SIGNATURES = (
 
 # A pydantic ValidationError spans lines: header, field, message. Its class and
 # field make the detail; an inner message a specific signature knows wins.
+# What the layers under vLLM print (module_utils/log/vocabulary: the CUDA runtime's errors, NCCL's results, errno, the
+# statuses systemd gives a unit that failed before exec), each table read from the layer's own library. After vLLM's
+# own signatures: they only explain a death, and a library's error outranks a family's guess from common words.
+def _vocabulary_signatures():
+    out = []
+    for name, reason, needle, pattern, hint, layer in vocabulary.patterns():
+        priority = FAMILY if name.startswith("errno_") else TYPED
+        out.append(Signature(name, reason, needle, pattern, lambda m, layer=layer: "%s (%s)" % (m.group(0).strip(), layer),
+                             hint, priority, certain=False))
+    return tuple(out)
+
+
+SIGNATURES = SIGNATURES + _vocabulary_signatures()
+
+
 VALIDATION = Signature(
     "validation_error", "config_error", "validation error for",
     r"ValidationError: (?P<count>\d+) validation errors? for (?P<cls>\w+)", "{cls}", None, TYPED)

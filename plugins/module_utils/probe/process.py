@@ -17,6 +17,8 @@ import os
 import signal
 from collections import namedtuple
 
+from ansible_collections.llmops.vllm.plugins.module_utils.log import vocabulary
+
 ProcState = namedtuple("ProcState", "alive pid exit_code exit_detail restarts started_at note")
 Listener = namedtuple("Listener", "kind pids detail")  # kind: ours | foreign | none | unknown
 
@@ -150,6 +152,9 @@ class UnitWatch(object):
         self.main_pid = main_pid or None
         self.base_restarts = restarts
         self.pid = None
+        # (name, reason) when the unit's last process failed in systemd's own set-up, before exec (its status is
+        # one of systemd's, module_utils/log/vocabulary): such a start prints nothing to the log.
+        self.pre_exec = None
 
     def baseline(self):
         return "unit=%s:%s" % (self.main_pid or 0, self.base_restarts if self.base_restarts is not None else "-")
@@ -195,10 +200,13 @@ class UnitWatch(object):
     def tree(self):
         return process_tree(self.pid, self.proc) if self.pid else set()
 
-    @staticmethod
-    def _exit(props):
+    def _exit(self, props):
         how, status = _int(props.get("ExecMainCode")), _int(props.get("ExecMainStatus"))
         if how == _CLD_EXITED:
+            self.pre_exec = vocabulary.systemd_exit(status) if status else None
+            if self.pre_exec:
+                return status, "exit code %d (%d/%s: systemd failed to set up the unit before running it)" % (
+                    status, status, self.pre_exec[0])
             return status, "exit code %d" % status
         if how in (_CLD_KILLED, _CLD_DUMPED):
             verb = "killed by" if how == _CLD_KILLED else "dumped core on"

@@ -23,6 +23,7 @@ import time
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import Listener, PidWatch, UnitWatch, port_owner
+from ansible_collections.llmops.vllm.plugins.module_utils.log import vocabulary
 from ansible_collections.llmops.vllm.plugins.module_utils.log.follower import Cursor, LogFollower, start_cursor
 from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import DEFAULT_HINTS, MILESTONE_ORDER
 from ansible_collections.llmops.vllm.plugins.module_utils.log.watch import LogWatch, Sighting
@@ -242,6 +243,11 @@ class VllmWaiter(object):
                                 "the server was asked to shut down during the wait (%s)" % summary,
                                 "something stopped or restarted the server while it started: check handlers and "
                                 "other plays")
+        pre_exec = getattr(self.process, "pre_exec", None)
+        if pre_exec and not self.watch.finding():
+            # Nothing ran, so nothing logged: systemd's own status is the only evidence (vocabulary.SYSTEMD_EXIT).
+            return self._result("failed", pre_exec[1], "systemd could not start the unit: %s" % summary,
+                                vocabulary.systemd_hint(pre_exec[1]))
         return self._from_log("process_exited", summary, summary)
 
     def _from_log(self, default_reason, default_detail, suffix=""):

@@ -400,3 +400,23 @@ def test_backlog_phases_come_from_the_lines_own_timestamps(tmp_path):
     res = h.run()
     assert res["phases"]["api_server_up"] == pytest.approx(6.0, abs=1.0)
     assert res["phases"]["app_startup_complete"] == pytest.approx(11.0, abs=0.3)
+
+
+@pytest.mark.parametrize("status, name, reason", [(226, "NAMESPACE", "config_error"), (217, "USER", "config_error"),
+                                                  (203, "EXEC", "missing_dependency"), (200, "CHDIR", "config_error")])
+def test_a_unit_that_failed_before_exec_gets_systemds_reason_from_an_empty_log(tmp_path, status, name, reason):
+    # Nothing ran, so nothing was logged: the status systemd recorded is the evidence (module_utils/log/vocabulary).
+    show = "MainPID=0\nActiveState=failed\nSubState=failed\nNRestarts=0\nResult=exit-code\nExecMainCode=1\n" \
+           "ExecMainStatus=%d\n" % status
+    h = Harness(tmp_path)
+    h.process = UnitWatch("vllm", lambda argv: (0, show, ""), proc=str(tmp_path / "no-proc"))
+    res = h.run()
+    assert res["reason"] == reason, res
+    assert "%d/%s" % (status, name) in res["detail"] and "before running it" in res["detail"]
+
+
+def test_an_ordinary_exit_status_stays_process_exited(tmp_path):
+    show = "MainPID=0\nActiveState=failed\nSubState=failed\nNRestarts=0\nResult=exit-code\nExecMainCode=1\nExecMainStatus=1\n"
+    h = Harness(tmp_path)
+    h.process = UnitWatch("vllm", lambda argv: (0, show, ""), proc=str(tmp_path / "no-proc"))
+    assert h.run()["reason"] == "process_exited"

@@ -1,0 +1,331 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The failure words of the layers under vLLM, enumerated from each layer's own library, with provenance.
+
+vLLM's own texts are ``signatures`` (read release by release); this is what the layers under it print, whatever the
+release of vLLM: every error of the CUDA runtime, every NCCL result, every errno of the C library (as Python, ZMQ and
+torch's c10d print them), and every status systemd gives a unit that failed before its process ran. Each table was
+read from the layer itself by tests/fixtures/corpus/vocabulary/extract.py, not from logs; a reason is given by
+error name (``_CUDA_REASONS``, ``_ERRNO_REASONS``, ``_SYSTEMD_REASONS``), and an error no rule names proves no reason.
+
+* CUDA runtime 12.9 (libcudart.so.12 of nvidia-cuda-runtime-cu12 12.9.79): cudaGetErrorName and
+  cudaGetErrorString of each code. torch prints them as "CUDA error: <string>" and the driver API's same texts as
+  "CUDA driver error: <string>".
+* NCCL 2.32.3 (libnccl.so.2 of nvidia-nccl-cu12 2.32.3): ncclGetErrorString of each
+  ncclResult_t of its nccl.h. Every one is a failure between the processes.
+* errno: the C library of the host the log comes from (``errno.errorcode``, ``os.strerror``), read at import.
+* systemd 252 (``systemd-analyze exit-status``, class systemd): the statuses of a unit that failed in its own set-up,
+  before exec; the watcher reads them from the unit (ExecMainStatus), since such a start prints no log.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+
+# (code, cudaGetErrorName, cudaGetErrorString)
+CUDA_RUNTIME = (
+    (1, 'cudaErrorInvalidValue', 'invalid argument'),
+    (2, 'cudaErrorMemoryAllocation', 'out of memory'),
+    (3, 'cudaErrorInitializationError', 'initialization error'),
+    (4, 'cudaErrorCudartUnloading', 'driver shutting down'),
+    (5, 'cudaErrorProfilerDisabled', 'profiler disabled while using external profiling tool'),
+    (6, 'cudaErrorProfilerNotInitialized', 'profiler not initialized: call cudaProfilerInitialize()'),
+    (7, 'cudaErrorProfilerAlreadyStarted', 'profiler already started'),
+    (8, 'cudaErrorProfilerAlreadyStopped', 'profiler already stopped'),
+    (9, 'cudaErrorInvalidConfiguration', 'invalid configuration argument'),
+    (12, 'cudaErrorInvalidPitchValue', 'invalid pitch argument'),
+    (13, 'cudaErrorInvalidSymbol', 'invalid device symbol'),
+    (16, 'cudaErrorInvalidHostPointer', 'invalid host pointer'),
+    (17, 'cudaErrorInvalidDevicePointer', 'invalid device pointer'),
+    (18, 'cudaErrorInvalidTexture', 'invalid texture reference'),
+    (19, 'cudaErrorInvalidTextureBinding', 'texture is not bound to a pointer'),
+    (20, 'cudaErrorInvalidChannelDescriptor', 'invalid channel descriptor'),
+    (21, 'cudaErrorInvalidMemcpyDirection', 'invalid copy direction for memcpy'),
+    (22, 'cudaErrorAddressOfConstant', 'invalid address of constant'),
+    (23, 'cudaErrorTextureFetchFailed', 'fetch from texture failed'),
+    (24, 'cudaErrorTextureNotBound', 'cannot fetch from a texture that is not bound'),
+    (25, 'cudaErrorSynchronizationError', 'incorrect use of __syncthreads()'),
+    (26, 'cudaErrorInvalidFilterSetting', 'linear filtering not supported for non-float type'),
+    (27, 'cudaErrorInvalidNormSetting', 'read as normalized float not supported for data type'),
+    (28, 'cudaErrorMixedDeviceExecution', 'device emulation mode and device execution mode cannot be mixed'),
+    (31, 'cudaErrorNotYetImplemented', 'feature not yet implemented'),
+    (32, 'cudaErrorMemoryValueTooLarge', 'memory size or pointer value too large to fit in 32 bit'),
+    (34, 'cudaErrorStubLibrary', 'CUDA driver is a stub library'),
+    (35, 'cudaErrorInsufficientDriver', 'CUDA driver version is insufficient for CUDA runtime version'),
+    (36, 'cudaErrorCallRequiresNewerDriver', 'API call is not supported in the installed CUDA driver'),
+    (37, 'cudaErrorInvalidSurface', 'invalid surface reference'),
+    (43, 'cudaErrorDuplicateVariableName', 'duplicate global variable looked up by string name'),
+    (44, 'cudaErrorDuplicateTextureName', 'duplicate texture looked up by string name'),
+    (45, 'cudaErrorDuplicateSurfaceName', 'duplicate surface looked up by string name'),
+    (46, 'cudaErrorDevicesUnavailable', 'CUDA-capable device(s) is/are busy or unavailable'),
+    (49, 'cudaErrorIncompatibleDriverContext', 'incompatible driver context'),
+    (52, 'cudaErrorMissingConfiguration', '__global__ function call is not configured'),
+    (53, 'cudaErrorPriorLaunchFailure', 'unspecified launch failure in prior launch'),
+    (65, 'cudaErrorLaunchMaxDepthExceeded', 'launch would exceed maximum depth of nested launches'),
+    (66, 'cudaErrorLaunchFileScopedTex', 'launch failed because kernel uses unsupported, file-scoped textures (texture objects are supported)'),
+    (67, 'cudaErrorLaunchFileScopedSurf', 'launch failed because kernel uses unsupported, file-scoped surfaces (surface objects are supported)'),
+    (68, 'cudaErrorSyncDepthExceeded', "cudaDeviceSynchronize failed because caller's grid depth exceeds cudaLimitDevRuntimeSyncDepth"),
+    (69, 'cudaErrorLaunchPendingCountExceeded', 'launch failed because launch would exceed cudaLimitDevRuntimePendingLaunchCount'),
+    (98, 'cudaErrorInvalidDeviceFunction', 'invalid device function'),
+    (100, 'cudaErrorNoDevice', 'no CUDA-capable device is detected'),
+    (101, 'cudaErrorInvalidDevice', 'invalid device ordinal'),
+    (102, 'cudaErrorDeviceNotLicensed', "device doesn't have valid Grid license"),
+    (103, 'cudaErrorSoftwareValidityNotEstablished', 'integrity checks failed'),
+    (127, 'cudaErrorStartupFailure', 'startup failure in cuda runtime'),
+    (200, 'cudaErrorInvalidKernelImage', 'device kernel image is invalid'),
+    (201, 'cudaErrorDeviceUninitialized', 'invalid device context'),
+    (205, 'cudaErrorMapBufferObjectFailed', 'mapping of buffer object failed'),
+    (206, 'cudaErrorUnmapBufferObjectFailed', 'unmapping of buffer object failed'),
+    (207, 'cudaErrorArrayIsMapped', 'array is mapped'),
+    (208, 'cudaErrorAlreadyMapped', 'resource already mapped'),
+    (209, 'cudaErrorNoKernelImageForDevice', 'no kernel image is available for execution on the device'),
+    (210, 'cudaErrorAlreadyAcquired', 'resource already acquired'),
+    (211, 'cudaErrorNotMapped', 'resource not mapped'),
+    (212, 'cudaErrorNotMappedAsArray', 'resource not mapped as array'),
+    (213, 'cudaErrorNotMappedAsPointer', 'resource not mapped as pointer'),
+    (214, 'cudaErrorECCUncorrectable', 'uncorrectable ECC error encountered'),
+    (215, 'cudaErrorUnsupportedLimit', 'limit is not supported on this architecture'),
+    (216, 'cudaErrorDeviceAlreadyInUse', 'exclusive-thread device already in use by a different thread'),
+    (217, 'cudaErrorPeerAccessUnsupported', 'peer access is not supported between these two devices'),
+    (218, 'cudaErrorInvalidPtx', 'a PTX JIT compilation failed'),
+    (219, 'cudaErrorInvalidGraphicsContext', 'invalid OpenGL or DirectX context'),
+    (220, 'cudaErrorNvlinkUncorrectable', 'uncorrectable NVLink error detected during the execution'),
+    (221, 'cudaErrorJitCompilerNotFound', 'PTX JIT compiler library not found'),
+    (222, 'cudaErrorUnsupportedPtxVersion', 'the provided PTX was compiled with an unsupported toolchain.'),
+    (223, 'cudaErrorJitCompilationDisabled', 'PTX JIT compilation was disabled'),
+    (224, 'cudaErrorUnsupportedExecAffinity', 'the provided execution affinity is not supported'),
+    (225, 'cudaErrorUnsupportedDevSideSync', 'the provided PTX contains unsupported call to cudaDeviceSynchronize'),
+    (226, 'cudaErrorContained', 'Invalid access of peer GPU memory over nvlink or a hardware error'),
+    (300, 'cudaErrorInvalidSource', 'device kernel image is invalid'),
+    (301, 'cudaErrorFileNotFound', 'file not found'),
+    (302, 'cudaErrorSharedObjectSymbolNotFound', 'shared object symbol not found'),
+    (303, 'cudaErrorSharedObjectInitFailed', 'shared object initialization failed'),
+    (304, 'cudaErrorOperatingSystem', 'OS call failed or operation not supported on this OS'),
+    (400, 'cudaErrorInvalidResourceHandle', 'invalid resource handle'),
+    (401, 'cudaErrorIllegalState', 'the operation cannot be performed in the present state'),
+    (402, 'cudaErrorLossyQuery', 'attempted introspection would be semantically lossy'),
+    (500, 'cudaErrorSymbolNotFound', 'named symbol not found'),
+    (600, 'cudaErrorNotReady', 'device not ready'),
+    (700, 'cudaErrorIllegalAddress', 'an illegal memory access was encountered'),
+    (701, 'cudaErrorLaunchOutOfResources', 'too many resources requested for launch'),
+    (702, 'cudaErrorLaunchTimeout', 'the launch timed out and was terminated'),
+    (703, 'cudaErrorLaunchIncompatibleTexturing', 'launch uses incompatible texturing mode'),
+    (704, 'cudaErrorPeerAccessAlreadyEnabled', 'peer access is already enabled'),
+    (705, 'cudaErrorPeerAccessNotEnabled', 'peer access has not been enabled'),
+    (708, 'cudaErrorSetOnActiveProcess', 'cannot set while device is active in this process'),
+    (709, 'cudaErrorContextIsDestroyed', 'context is destroyed'),
+    (710, 'cudaErrorAssert', 'device-side assert triggered'),
+    (711, 'cudaErrorTooManyPeers', 'peer mapping resources exhausted'),
+    (712, 'cudaErrorHostMemoryAlreadyRegistered', 'part or all of the requested memory range is already mapped'),
+    (713, 'cudaErrorHostMemoryNotRegistered', 'pointer does not correspond to a registered memory region'),
+    (714, 'cudaErrorHardwareStackError', 'hardware stack error'),
+    (715, 'cudaErrorIllegalInstruction', 'an illegal instruction was encountered'),
+    (716, 'cudaErrorMisalignedAddress', 'misaligned address'),
+    (717, 'cudaErrorInvalidAddressSpace', 'operation not supported on global/shared address space'),
+    (718, 'cudaErrorInvalidPc', 'invalid program counter'),
+    (719, 'cudaErrorLaunchFailure', 'unspecified launch failure'),
+    (720, 'cudaErrorCooperativeLaunchTooLarge', 'too many blocks in cooperative launch'),
+    (721, 'cudaErrorTensorMemoryLeak', 'tensor memory not completely freed'),
+    (800, 'cudaErrorNotPermitted', 'operation not permitted'),
+    (801, 'cudaErrorNotSupported', 'operation not supported'),
+    (802, 'cudaErrorSystemNotReady', 'system not yet initialized'),
+    (803, 'cudaErrorSystemDriverMismatch', 'system has unsupported display driver / cuda driver combination'),
+    (804, 'cudaErrorCompatNotSupportedOnDevice', 'forward compatibility was attempted on non supported HW'),
+    (805, 'cudaErrorMpsConnectionFailed', 'MPS client failed to connect to the MPS control daemon or the MPS server'),
+    (806, 'cudaErrorMpsRpcFailure', 'the remote procedural call between the MPS server and the MPS client failed'),
+    (807, 'cudaErrorMpsServerNotReady', 'MPS server is not ready to accept new MPS client requests'),
+    (808, 'cudaErrorMpsMaxClientsReached', 'the hardware resources required to create MPS client have been exhausted'),
+    (809, 'cudaErrorMpsMaxConnectionsReached', 'the hardware resources required to support device connections have been exhausted'),
+    (810, 'cudaErrorMpsClientTerminated', 'the MPS client has been terminated by the server'),
+    (811, 'cudaErrorCdpNotSupported', 'is using CUDA Dynamic Parallelism, but the current configuration, like MPS, does not support it'),
+    (812, 'cudaErrorCdpVersionMismatch', 'unsupported interaction between different versions of CUDA Dynamic Parallelism'),
+    (900, 'cudaErrorStreamCaptureUnsupported', 'operation not permitted when stream is capturing'),
+    (901, 'cudaErrorStreamCaptureInvalidated', 'operation failed due to a previous error during capture'),
+    (902, 'cudaErrorStreamCaptureMerge', 'operation would result in a merge of separate capture sequences'),
+    (903, 'cudaErrorStreamCaptureUnmatched', 'capture was not ended in the same stream as it began'),
+    (904, 'cudaErrorStreamCaptureUnjoined', 'capturing stream has unjoined work'),
+    (905, 'cudaErrorStreamCaptureIsolation', 'dependency created on uncaptured work in another stream'),
+    (906, 'cudaErrorStreamCaptureImplicit', 'operation would make the legacy stream depend on a capturing blocking stream'),
+    (907, 'cudaErrorCapturedEvent', 'operation not permitted on an event last recorded in a capturing stream'),
+    (908, 'cudaErrorStreamCaptureWrongThread', 'attempt to terminate a thread-local capture sequence from another thread'),
+    (909, 'cudaErrorTimeout', 'wait operation timed out'),
+    (910, 'cudaErrorGraphExecUpdateFailure', 'the graph update was not performed because it included changes which violated constraints specific to instantiated graph update'),
+    (911, 'cudaErrorExternalDevice', 'an async error has occured in external entity outside of CUDA'),
+    (912, 'cudaErrorInvalidClusterSize', 'a kernel launch error has occurred due to cluster misconfiguration'),
+    (913, 'cudaErrorFunctionNotLoaded', 'the function handle is not loaded when calling an API that requires a loaded function'),
+    (914, 'cudaErrorInvalidResourceType', 'one or more resources passed in are not valid resource types for the operation'),
+    (915, 'cudaErrorInvalidResourceConfiguration', 'one or more resources are insufficient or non-applicable for the operation'),
+    (999, 'cudaErrorUnknown', 'unknown error'),
+)
+CUDA_RUNTIME_VERSION = 12090
+
+# (ncclResult_t, name, ncclGetErrorString)
+NCCL = (
+    (1, 'ncclUnhandledCudaError', 'unhandled cuda error (run with NCCL_DEBUG=INFO for details)'),
+    (2, 'ncclSystemError', 'unhandled system error (run with NCCL_DEBUG=INFO for details)'),
+    (3, 'ncclInternalError', 'internal error - please report this issue to the NCCL developers'),
+    (4, 'ncclInvalidArgument', 'invalid argument (run with NCCL_DEBUG=WARN for details)'),
+    (5, 'ncclInvalidUsage', 'invalid usage (run with NCCL_DEBUG=WARN for details)'),
+    (6, 'ncclRemoteError', 'remote process exited or there was a network error'),
+    (7, 'ncclInProgress', 'NCCL operation in progress'),
+    (8, 'ncclTimeout', 'timeout'),
+)
+NCCL_VERSION = 23203
+
+# (ExecMainStatus, name)
+SYSTEMD_EXIT = (
+    (200, 'CHDIR'),
+    (201, 'NICE'),
+    (202, 'FDS'),
+    (203, 'EXEC'),
+    (204, 'MEMORY'),
+    (205, 'LIMITS'),
+    (206, 'OOM_ADJUST'),
+    (207, 'SIGNAL_MASK'),
+    (208, 'STDIN'),
+    (209, 'STDOUT'),
+    (210, 'CHROOT'),
+    (211, 'IOPRIO'),
+    (212, 'TIMERSLACK'),
+    (213, 'SECUREBITS'),
+    (214, 'SETSCHEDULER'),
+    (215, 'CPUAFFINITY'),
+    (216, 'GROUP'),
+    (217, 'USER'),
+    (218, 'CAPABILITIES'),
+    (219, 'CGROUP'),
+    (220, 'SETSID'),
+    (221, 'CONFIRM'),
+    (222, 'STDERR'),
+    (224, 'PAM'),
+    (225, 'NETWORK'),
+    (226, 'NAMESPACE'),
+    (227, 'NO_NEW_PRIVILEGES'),
+    (228, 'SECCOMP'),
+    (229, 'SELINUX_CONTEXT'),
+    (230, 'PERSONALITY'),
+    (231, 'APPARMOR'),
+    (232, 'ADDRESS_FAMILIES'),
+    (233, 'RUNTIME_DIRECTORY'),
+    (235, 'CHOWN'),
+    (236, 'SMACK_PROCESS_LABEL'),
+    (237, 'KEYRING'),
+    (238, 'STATE_DIRECTORY'),
+    (239, 'CACHE_DIRECTORY'),
+    (240, 'LOGS_DIRECTORY'),
+    (241, 'CONFIGURATION_DIRECTORY'),
+    (242, 'NUMA_POLICY'),
+    (243, 'CREDENTIALS'),
+    (244, 'BPF'),
+    (255, 'EXCEPTION'),
+)
+SYSTEMD_VERSION = '252'
+
+# A reason for each error whose name says it; the others prove no reason of their own.
+_CUDA_REASONS = {
+    "out_of_memory": ("cudaErrorMemoryAllocation",),
+    "gpu_unavailable": (
+        "cudaErrorInitializationError", "cudaErrorStubLibrary", "cudaErrorInsufficientDriver",
+        "cudaErrorCallRequiresNewerDriver", "cudaErrorDevicesUnavailable", "cudaErrorNoDevice", "cudaErrorInvalidDevice",
+        "cudaErrorDeviceNotLicensed", "cudaErrorStartupFailure", "cudaErrorNoKernelImageForDevice",
+        "cudaErrorInvalidDeviceFunction", "cudaErrorUnsupportedPtxVersion", "cudaErrorSystemNotReady",
+        "cudaErrorSystemDriverMismatch", "cudaErrorCompatNotSupportedOnDevice", "cudaErrorDeviceUninitialized",
+        "cudaErrorECCUncorrectable", "cudaErrorMpsConnectionFailed", "cudaErrorMpsServerNotReady",
+        "cudaErrorMpsMaxClientsReached", "cudaErrorMpsMaxConnectionsReached"),
+    # between GPUs: what tensor parallelism needs
+    "distributed_error": ("cudaErrorPeerAccessUnsupported", "cudaErrorPeerAccessNotEnabled", "cudaErrorTooManyPeers",
+                          "cudaErrorNvlinkUncorrectable", "cudaErrorContained"),
+    "missing_dependency": ("cudaErrorJitCompilerNotFound", "cudaErrorSharedObjectSymbolNotFound",
+                           "cudaErrorSharedObjectInitFailed"),
+    # a kernel that faulted: the engine dies of it, whatever raised it
+    "engine_died": ("cudaErrorIllegalAddress", "cudaErrorAssert", "cudaErrorLaunchFailure", "cudaErrorLaunchTimeout",
+                    "cudaErrorHardwareStackError", "cudaErrorIllegalInstruction", "cudaErrorMisalignedAddress",
+                    "cudaErrorInvalidAddressSpace", "cudaErrorInvalidPc", "cudaErrorPriorLaunchFailure"),
+}
+_ERRNO_REASONS = {
+    "port_in_use": ("EADDRINUSE",),
+    # Not ECONNREFUSED / ECONNRESET: clients print them while they retry a server that is still starting.
+    "distributed_error": ("EADDRNOTAVAIL", "EHOSTUNREACH", "ENETUNREACH", "ENETDOWN"),
+    "out_of_memory": ("ENOMEM",),
+}
+# A unit that failed before exec: its executable (203/EXEC), its memory (204/MEMORY), or else the unit's own settings
+# (user, group, directories, namespaces, sandbox), which the server role writes.
+_SYSTEMD_REASONS = {"EXEC": "missing_dependency", "MEMORY": "out_of_memory"}
+
+_HINTS = {
+    "out_of_memory": "the GPU or host ran out of memory: lower --gpu-memory-utilization's share for others, "
+                     "--max-model-len or --max-num-seqs, or add GPUs",
+    "gpu_unavailable": "the GPU cannot be used as this process sees it: check the driver (nvidia-smi), the CUDA of "
+                       "this torch against the driver, CUDA_VISIBLE_DEVICES and the container's GPU access",
+    "distributed_error": "the GPUs or processes cannot reach each other: for peer access try NCCL_P2P_DISABLE=1 or "
+                         "--disable-custom-all-reduce; for sockets check VLLM_HOST_IP, the interface and the ports",
+    "missing_dependency": "a library the GPU code needs is missing: install the driver's or CUDA's components it names",
+    "engine_died": "a GPU kernel faulted: rerun with CUDA_LAUNCH_BLOCKING=1 to find it; try --enforce-eager, and "
+                   "report it with the vLLM version",
+    "port_in_use": "another process holds the address: stop it, or choose another port",
+}
+_SYSTEMD_HINTS = {
+    "config_error": "systemd could not set up the unit before starting vLLM: check that the unit's User=, Group=, "
+                    "WorkingDirectory= and sandbox paths (ReadWritePaths=) exist on the host (journalctl -u UNIT)",
+    "missing_dependency": "systemd could not run the unit's ExecStart= command: check the executable exists and the "
+                          "service user may run it (the venv's CLI, vllm_common_executable)",
+    "out_of_memory": "systemd could not allocate memory to start the unit: free memory on the host",
+}
+
+
+def systemd_hint(reason):
+    return _SYSTEMD_HINTS.get(reason, "")
+
+
+def cuda_reason(name):
+    return next((reason for reason, names in _CUDA_REASONS.items() if name in names), None)
+
+
+def errno_reason(name):
+    return next((reason for reason, names in _ERRNO_REASONS.items() if name in names), None)
+
+
+def systemd_exit(status):
+    """(name, reason) of a status systemd gives a unit that failed before exec; None for any other status."""
+    name = dict(SYSTEMD_EXIT).get(status)
+    if name is None:
+        return None
+    return name, _SYSTEMD_REASONS.get(name, "config_error")
+
+
+def errno_table():
+    """(name, os.strerror) of each errno this host's C library knows."""
+    return tuple((name, os.strerror(code)) for code, name in sorted(errno.errorcode.items()))
+
+
+def _alternation(texts):
+    return "|".join(re.escape(t) for t in sorted(set(texts), key=len, reverse=True))
+
+
+def patterns():
+    """(name, reason, needles, regex, hint, layer) for each reason of each layer: what signatures make of the tables."""
+    out = []
+    for reason, names in sorted(_CUDA_REASONS.items()):
+        texts = [text.rstrip(".") for _code, name, text in CUDA_RUNTIME if name in names]
+        # (A line wrapped after "CUDA" by a collector still says "error: <text>".)
+        out.append(("cuda_" + reason, reason, ("error: ", "cudaError"),
+                    r"(?:CUDA (?:driver )?)?error: (?P<text>%s)|(?P<name>%s)\b" % (_alternation(texts), "|".join(names)),
+                    _HINTS[reason], "CUDA runtime %d.%d" % (CUDA_RUNTIME_VERSION // 1000, CUDA_RUNTIME_VERSION % 1000 // 10)))
+    texts = [text.split(" (run with")[0].split(" - please")[0] for _code, _name, text in NCCL]
+    out.append(("nccl_result", "distributed_error", ("NCCL", "nccl"),
+                r"(?i:nccl)\w*(?: error)?[^\n]*?(?P<text>%s)" % _alternation(texts), _HINTS["distributed_error"],
+                "NCCL %d.%d.%d" % (NCCL_VERSION // 10000, NCCL_VERSION % 10000 // 100, NCCL_VERSION % 100)))
+    table = dict(errno_table())
+    for reason, names in sorted(_ERRNO_REASONS.items()):
+        texts = [table[name] for name in names if name in table]
+        out.append(("errno_" + reason, reason, "",
+                    r"(?i:(?P<text>%s))|\b(?P<name>%s)\b" % (_alternation(texts), "|".join(names)), _HINTS[reason],
+                    "errno (this host's C library)"))
+    for reason in ("config_error", "missing_dependency", "out_of_memory"):
+        names = [name for status, name in SYSTEMD_EXIT if systemd_exit(status)[1] == reason]
+        out.append(("systemd_exit_" + reason, reason, "status=",
+                    r"status=(?P<status>\d+)/(?P<name>%s)\b" % "|".join(names), _SYSTEMD_HINTS[reason],
+                    "systemd %s" % SYSTEMD_VERSION))
+    return out

@@ -1,0 +1,46 @@
+"""The layers' own failure words (module_utils/log/vocabulary) in the log watcher: each table read from the layer."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils.log import vocabulary
+from ansible_collections.llmops.vllm.plugins.module_utils.log.watch import classify_lines
+
+WORKER = "(Worker_TP1 pid=4302) ERROR 11-20 10:00:15 [multiproc_executor.py:671] "
+
+
+def test_every_named_error_is_in_its_layers_table():
+    cuda = {name for _code, name, _text in vocabulary.CUDA_RUNTIME}
+    assert len(cuda) > 100 and vocabulary.CUDA_RUNTIME_VERSION >= 12000
+    for names in vocabulary._CUDA_REASONS.values():
+        assert set(names) <= cuda, set(names) - cuda
+    assert [name for _code, name, _text in vocabulary.NCCL][:2] == ["ncclUnhandledCudaError", "ncclSystemError"]
+    errnos = dict(vocabulary.errno_table())
+    assert all(name in errnos for names in vocabulary._ERRNO_REASONS.values() for name in names)
+    assert vocabulary.systemd_exit(226) == ("NAMESPACE", "config_error") and vocabulary.systemd_exit(1) is None
+
+
+@pytest.mark.parametrize("line, reason", [
+    # the driver's words for an allocation: memory, not the driver (a family would read "CUDA driver")
+    ("RuntimeError: CUDA driver error: out of memory", "out_of_memory"),
+    ("torch.AcceleratorError: CUDA error: peer access is not supported between these two devices", "distributed_error"),
+    ("RuntimeError: CUDA error: device-side assert triggered", "engine_died"),
+    ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "gpu_unavailable"),
+    ("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)", "distributed_error"),
+    ("zmq.error.ZMQError: Cannot assign requested address (addr='tcp://10.0.0.2:5570')", "distributed_error"),
+    ("OSError: [Errno 101] Network is unreachable", "distributed_error"),
+])
+def test_a_layers_error_gives_its_reason(line, reason):
+    found = classify_lines([WORKER + "Traceback (most recent call last):", WORKER + line]).finding()
+    assert found is not None and found.reason == reason, found and (found.reason, found.detail)
+
+
+def test_a_journal_line_of_a_unit_that_failed_before_exec():
+    found = classify_lines(["Nov 20 10:00:15 gpu-1 systemd[1]: vllm.service: Main process exited, code=exited, "
+                            "status=217/USER"]).finding()
+    assert found.reason == "config_error" and "systemd" in found.detail
+
+
+def test_a_client_retrying_a_refused_connection_proves_nothing():
+    assert classify_lines(["Server check failed: [Errno 111] Connection refused, retrying..."]).finding() is None
