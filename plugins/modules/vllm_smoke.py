@@ -32,11 +32,11 @@ options:
     type: str
     default: ""
   tool_parser:
-    description: The server has a tool-call parser (C(--tool-call-parser)): try a request with tools.
+    description: The server has a tool-call parser (C(--tool-call-parser)), so a request with tools is tried.
     type: bool
     default: false
   reasoning_parser:
-    description: The server has a reasoning parser (C(--reasoning-parser)): try a chat request that reasons.
+    description: The server has a reasoning parser (C(--reasoning-parser)), so a chat request that reasons is tried.
     type: bool
     default: false
   timeout:

@@ -157,6 +157,28 @@ SIGNATURES = (
     Signature("shared_library", "missing_dependency", "cannot open shared object file",
               r"(?P<lib>lib[\w.+-]*\.so[\w.]*): cannot open shared object file", "{lib}",
               "install the system package that provides {lib}", TYPED, certain=False),
+    # vLLM's compiled kernels check each CUDA call (CUDACHECK in csrc/custom_all_reduce.cuh): "Failed: Cuda error %s:%d
+    # '%s'" then exit(), printed before the Python errors its death causes (read in the _C libraries of 0.20.1 and
+    # 0.33.0). The custom all-reduce is the GPUs' peer-to-peer path.
+    Signature("custom_all_reduce", "distributed_error", "custom_all_reduce",
+              r"Failed: (?:Cuda error )?(?P<file>\S*custom_all_reduce\S*):(?P<line>\d+) '(?P<err>[^']*)'",
+              "vLLM's custom all-reduce failed between the GPUs: {err} ({file}:{line})",
+              "the GPUs cannot map each other's memory (peer access, IPC): set --disable-custom-all-reduce, or "
+              "NCCL_P2P_DISABLE=1", TYPED, certain=False),
+    Signature("cudacheck", "engine_died", "Failed: ",
+              r"Failed: (?:Cuda error )?(?P<file>\S+\.(?:cu|cuh|cpp|h)):(?P<line>\d+) '(?P<err>[^']*)'",
+              "a CUDA call in vLLM's kernels failed: {err} ({file}:{line})",
+              "a GPU kernel of vLLM failed: rerun with CUDA_LAUNCH_BLOCKING=1, and report it with the vLLM version",
+              TYPED, certain=False),
+    # Every model's load_weights looks a checkpoint tensor up by name (params_dict[name]: 363 places in 0.20.1's
+    # model_executor/models, 107 in 0.33.0's): a bare KeyError of a tensor name is a checkpoint that does not fit.
+    Signature("weights_key", "config_error", "KeyError",
+              r"KeyError: '(?P<name>[\w.]+\.(?:weight|bias|qweight|qzeros|scales|g_idx|weight_scale\w*|input_scale|"
+              r"k_scale|v_scale)\w*)'",
+              "the checkpoint has the tensor {name}, which the model vLLM built for it does not",
+              "the checkpoint does not fit the architecture vLLM built: a drafter, MTP or EAGLE head made for another "
+              "target or release, or a checkpoint still in its training format; check its config.json and the method",
+              TYPED, certain=False),
     # -- out_of_memory
     Signature("weights_oom", "out_of_memory", "not enough GPU memory",
               r"Failed to load model - not enough GPU memory",
@@ -396,19 +418,23 @@ SIGNATURES = (
 
 # A pydantic ValidationError spans lines: header, field, message. Its class and
 # field make the detail; an inner message a specific signature knows wins.
+
 # What the layers under vLLM print (module_utils/log/vocabulary: the CUDA runtime's errors, NCCL's results, errno, the
 # statuses systemd gives a unit that failed before exec), each table read from the layer's own library. After vLLM's
 # own signatures: they only explain a death, and a library's error outranks a family's guess from common words.
-def _vocabulary_signatures():
+# The container runtime's line goes first: it quotes the library it could not load, which is not vLLM's to install.
+def _vocabulary_signatures(first):
     out = []
     for name, reason, needle, pattern, hint, layer in vocabulary.patterns():
+        if (name == "container_toolkit") != first:
+            continue
         priority = FAMILY if name.startswith("errno_") else TYPED
         out.append(Signature(name, reason, needle, pattern, lambda m, layer=layer: "%s (%s)" % (m.group(0).strip(), layer),
                              hint, priority, certain=False))
     return tuple(out)
 
 
-SIGNATURES = SIGNATURES + _vocabulary_signatures()
+SIGNATURES = _vocabulary_signatures(True) + SIGNATURES + _vocabulary_signatures(False)
 
 
 VALIDATION = Signature(

@@ -64,10 +64,13 @@ CUDA_RUNTIME = (
     (52, 'cudaErrorMissingConfiguration', '__global__ function call is not configured'),
     (53, 'cudaErrorPriorLaunchFailure', 'unspecified launch failure in prior launch'),
     (65, 'cudaErrorLaunchMaxDepthExceeded', 'launch would exceed maximum depth of nested launches'),
-    (66, 'cudaErrorLaunchFileScopedTex', 'launch failed because kernel uses unsupported, file-scoped textures (texture objects are supported)'),
-    (67, 'cudaErrorLaunchFileScopedSurf', 'launch failed because kernel uses unsupported, file-scoped surfaces (surface objects are supported)'),
+    (66, 'cudaErrorLaunchFileScopedTex',
+     'launch failed because kernel uses unsupported, file-scoped textures (texture objects are supported)'),
+    (67, 'cudaErrorLaunchFileScopedSurf',
+     'launch failed because kernel uses unsupported, file-scoped surfaces (surface objects are supported)'),
     (68, 'cudaErrorSyncDepthExceeded', "cudaDeviceSynchronize failed because caller's grid depth exceeds cudaLimitDevRuntimeSyncDepth"),
-    (69, 'cudaErrorLaunchPendingCountExceeded', 'launch failed because launch would exceed cudaLimitDevRuntimePendingLaunchCount'),
+    (69, 'cudaErrorLaunchPendingCountExceeded',
+     'launch failed because launch would exceed cudaLimitDevRuntimePendingLaunchCount'),
     (98, 'cudaErrorInvalidDeviceFunction', 'invalid device function'),
     (100, 'cudaErrorNoDevice', 'no CUDA-capable device is detected'),
     (101, 'cudaErrorInvalidDevice', 'invalid device ordinal'),
@@ -137,26 +140,35 @@ CUDA_RUNTIME = (
     (806, 'cudaErrorMpsRpcFailure', 'the remote procedural call between the MPS server and the MPS client failed'),
     (807, 'cudaErrorMpsServerNotReady', 'MPS server is not ready to accept new MPS client requests'),
     (808, 'cudaErrorMpsMaxClientsReached', 'the hardware resources required to create MPS client have been exhausted'),
-    (809, 'cudaErrorMpsMaxConnectionsReached', 'the hardware resources required to support device connections have been exhausted'),
+    (809, 'cudaErrorMpsMaxConnectionsReached',
+     'the hardware resources required to support device connections have been exhausted'),
     (810, 'cudaErrorMpsClientTerminated', 'the MPS client has been terminated by the server'),
-    (811, 'cudaErrorCdpNotSupported', 'is using CUDA Dynamic Parallelism, but the current configuration, like MPS, does not support it'),
-    (812, 'cudaErrorCdpVersionMismatch', 'unsupported interaction between different versions of CUDA Dynamic Parallelism'),
+    (811, 'cudaErrorCdpNotSupported',
+     'is using CUDA Dynamic Parallelism, but the current configuration, like MPS, does not support it'),
+    (812, 'cudaErrorCdpVersionMismatch',
+     'unsupported interaction between different versions of CUDA Dynamic Parallelism'),
     (900, 'cudaErrorStreamCaptureUnsupported', 'operation not permitted when stream is capturing'),
     (901, 'cudaErrorStreamCaptureInvalidated', 'operation failed due to a previous error during capture'),
     (902, 'cudaErrorStreamCaptureMerge', 'operation would result in a merge of separate capture sequences'),
     (903, 'cudaErrorStreamCaptureUnmatched', 'capture was not ended in the same stream as it began'),
     (904, 'cudaErrorStreamCaptureUnjoined', 'capturing stream has unjoined work'),
     (905, 'cudaErrorStreamCaptureIsolation', 'dependency created on uncaptured work in another stream'),
-    (906, 'cudaErrorStreamCaptureImplicit', 'operation would make the legacy stream depend on a capturing blocking stream'),
+    (906, 'cudaErrorStreamCaptureImplicit',
+     'operation would make the legacy stream depend on a capturing blocking stream'),
     (907, 'cudaErrorCapturedEvent', 'operation not permitted on an event last recorded in a capturing stream'),
-    (908, 'cudaErrorStreamCaptureWrongThread', 'attempt to terminate a thread-local capture sequence from another thread'),
+    (908, 'cudaErrorStreamCaptureWrongThread',
+     'attempt to terminate a thread-local capture sequence from another thread'),
     (909, 'cudaErrorTimeout', 'wait operation timed out'),
-    (910, 'cudaErrorGraphExecUpdateFailure', 'the graph update was not performed because it included changes which violated constraints specific to instantiated graph update'),
+    (910, 'cudaErrorGraphExecUpdateFailure',
+     'the graph update was not performed because it included changes which violated constraints specific to instantiated graph update'),
     (911, 'cudaErrorExternalDevice', 'an async error has occured in external entity outside of CUDA'),
     (912, 'cudaErrorInvalidClusterSize', 'a kernel launch error has occurred due to cluster misconfiguration'),
-    (913, 'cudaErrorFunctionNotLoaded', 'the function handle is not loaded when calling an API that requires a loaded function'),
-    (914, 'cudaErrorInvalidResourceType', 'one or more resources passed in are not valid resource types for the operation'),
-    (915, 'cudaErrorInvalidResourceConfiguration', 'one or more resources are insufficient or non-applicable for the operation'),
+    (913, 'cudaErrorFunctionNotLoaded',
+     'the function handle is not loaded when calling an API that requires a loaded function'),
+    (914, 'cudaErrorInvalidResourceType',
+     'one or more resources passed in are not valid resource types for the operation'),
+    (915, 'cudaErrorInvalidResourceConfiguration',
+     'one or more resources are insufficient or non-applicable for the operation'),
     (999, 'cudaErrorUnknown', 'unknown error'),
 )
 CUDA_RUNTIME_VERSION = 12090
@@ -173,6 +185,12 @@ NCCL = (
     (8, 'ncclTimeout', 'timeout'),
 )
 NCCL_VERSION = 23203
+
+# The stages of nvidia-container-cli's configure command (NVIDIA/libnvidia-container src/cli/configure.c, commit
+# 09df17a: warnx("<stage> error: %s") / errx("input error: %s")), printed as "nvidia-container-cli: <stage> error: ..."
+# when the container runtime cannot give a container its GPUs, before anything in it runs.
+CONTAINER_TOOLKIT_STAGES = ("input", "permission", "initialization", "container", "detection", "device", "requirement",
+                            "mount", "ldcache")
 
 # (ExecMainStatus, name)
 SYSTEMD_EXIT = (
@@ -300,6 +318,22 @@ def errno_table():
     return tuple((name, os.strerror(code)) for code, name in sorted(errno.errorcode.items()))
 
 
+# The kernel's records of a process it killed for memory (mm/oom_kill.c: "Out of memory: Killed process %d (%s)", and
+# the "oom-kill:" summary line with its task and pid), as journalctl -k and dmesg print them.
+_OOM_KILL = re.compile(r"(?:Out of memory|Memory cgroup out of memory): Killed process (?P<pid>\d+) \((?P<name>[^)]*)\)|"
+                       r"oom-kill:.*?task=(?P<task>[^,]+),pid=(?P<tpid>\d+)")
+
+
+def oom_kills(text, pids):
+    """[(pid, name)] the kernel's log says its OOM killer killed, among ``pids``."""
+    out = []
+    for m in _OOM_KILL.finditer(text or ""):
+        pid = int(m.group("pid") or m.group("tpid"))
+        if pid in pids and pid not in [p for p, _n in out]:
+            out.append((pid, m.group("name") or m.group("task")))
+    return out
+
+
 def _alternation(texts):
     return "|".join(re.escape(t) for t in sorted(set(texts), key=len, reverse=True))
 
@@ -313,7 +347,7 @@ def patterns():
         out.append(("cuda_" + reason, reason, ("error: ", "cudaError"),
                     r"(?:CUDA (?:driver )?)?error: (?P<text>%s)|(?P<name>%s)\b" % (_alternation(texts), "|".join(names)),
                     _HINTS[reason], "CUDA runtime %d.%d" % (CUDA_RUNTIME_VERSION // 1000, CUDA_RUNTIME_VERSION % 1000 // 10)))
-    texts = [text.split(" (run with")[0].split(" - please")[0] for _code, _name, text in NCCL]
+    texts = [text.split(" (run with", 1)[0].split(" - please", 1)[0] for _code, _name, text in NCCL]
     out.append(("nccl_result", "distributed_error", ("NCCL", "nccl"),
                 r"(?i:nccl)\w*(?: error)?[^\n]*?(?P<text>%s)" % _alternation(texts), _HINTS["distributed_error"],
                 "NCCL %d.%d.%d" % (NCCL_VERSION // 10000, NCCL_VERSION % 10000 // 100, NCCL_VERSION % 100)))
@@ -323,6 +357,16 @@ def patterns():
         out.append(("errno_" + reason, reason, "",
                     r"(?i:(?P<text>%s))|\b(?P<name>%s)\b" % (_alternation(texts), "|".join(names)), _HINTS[reason],
                     "errno (this host's C library)"))
+    out.append(("container_toolkit", "gpu_unavailable", "nvidia-container-cli",
+                r"nvidia-container-cli: (?P<stage>%s) error: (?P<text>.*)" % "|".join(CONTAINER_TOOLKIT_STAGES),
+                "the container runtime could not give the container its GPUs (before vLLM ran): check the driver on the "
+                "host, the NVIDIA container toolkit, and that the image's CUDA needs no newer driver than the host's",
+                "libnvidia-container src/cli/configure.c"))
+    # The GPU driver's own fault reports in the kernel log, as a log that quotes them shows them: "NVRM: Xid (PCI:..):
+    # N, ..." and the NVSwitch driver's "SXid (PCI:%s): %u, %s" (its nvswitch_event trace format).
+    out.append(("gpu_xid", "engine_died", "Xid",
+                r"(?:NVRM: |\bS)Xid \(PCI:[^)]*\): (?P<xid>\d+)", "the GPU driver reported a fault (Xid): look it up in "
+                "NVIDIA's Xid catalogue; a hardware fault needs the GPU or the node reset", "NVIDIA GPU driver"))
     for reason in ("config_error", "missing_dependency", "out_of_memory"):
         names = [name for status, name in SYSTEMD_EXIT if systemd_exit(status)[1] == reason]
         out.append(("systemd_exit_" + reason, reason, "status=",

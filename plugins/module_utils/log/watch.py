@@ -120,6 +120,8 @@ class LogWatch(object):
         self.ready_pattern_seen = "ready_pattern" in self.milestones
         self._block = 0
         self._quiet = QUIET
+        # The pids the log's records name ("(EngineCore_DP0 pid=4200)"): whose death the kernel's records may explain.
+        self.pids = set()
         self._validation = None
         self._validation_lines = 0
         self._collected = None      # the Collector that prefixed the lines, once the first one shows it
@@ -263,6 +265,8 @@ class LogWatch(object):
 
     def _examine(self, raw, pos, now):
         line = parse_line(raw)
+        if line.pid and len(self.pids) < 256:
+            self.pids.add(int(line.pid))
         if line.level in QUIET_LEVELS:
             if line.proc is not None and len(self._quiet) < _MAX_QUIET:
                 prefix = raw[:raw.index(line.level)]

@@ -366,8 +366,8 @@ def _cpu_problems(numa, ranks, env):
             "(VLLM_CPU_OMP_THREADS_BIND auto) and this host has %d (/sys/devices/system/node/online: %s): it would fail "
             "at start with \"Not enough allowed NUMA nodes to bind threads of %d local CPUWorkers\". Set "
             "%stensor_parallel_size to %d or less, or give %senv.VLLM_CPU_OMP_THREADS_BIND one core list per rank "
-            "(\"0-3|4-7\")." % (PREFIX, ranks, len(nodes), numa.get("stdout", "").strip(), ranks, PREFIX, len(nodes),
-                                  PREFIX)]
+            "(\"0-3|4-7\")." % (PREFIX, ranks, len(nodes), numa.get("stdout", "").strip(), ranks, PREFIX,
+                                len(nodes), PREFIX)]
 
 
 def _port_problems(owner, port, service):

@@ -21,6 +21,7 @@ COMPARE = ("vllm_compare_canary", "vllm_compare_configurations", "vllm_compare_c
            "vllm_compare_target_concurrency", "vllm_compare_mix", "vllm_compare_finish", "vllm_compare_dir")
 # Facts a role or the playbook sets for a later play, a later role or another host.
 PUBLISHED = ("vllm_deploy_failed", "vllm_deploy_not_rolled", "vllm_deploy_reached", "vllm_drafter_arriving_paths",
+             "vllm_drafter_model_sources",
              "vllm_drafter_result", "vllm_frontend_door", "vllm_install_result", "vllm_server_backend",
              "vllm_server_result", "vllm_drafter_staged_tree", "vllm_server_roll_restarts", "vllm_server_compare_key",
              "vllm_server_bench_workload", "vllm_server_bench_result")

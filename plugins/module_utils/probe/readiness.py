@@ -19,6 +19,7 @@ so the state machine is tested without real time, processes or sockets.
 
 from __future__ import annotations
 
+import shutil
 import time
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
@@ -100,13 +101,15 @@ class VllmWaiter(object):
     """The wait state machine. ``run()`` returns the result dict (see the module's RETURN)."""
 
     def __init__(self, settings, watch, follower=None, process=None, prober=None, owner_lookup=port_owner,
-                 clock=time.monotonic, sleep=time.sleep, wall_clock=time.time):
+                 clock=time.monotonic, sleep=time.sleep, wall_clock=time.time, kernel_log=None):
         self.settings = settings
         self.watch = watch
         self.follower = follower
         self.process = process
         self.prober = prober or http_probe.HttpProber()
         self.owner_lookup = owner_lookup
+        # The kernel's recent log (journalctl -k): whose OOM kills explain a death the process could not log.
+        self.kernel_log = kernel_log or (lambda: "")
         self.clock, self.sleep, self.wall_clock = clock, sleep, wall_clock
         self.health_status = None
         self.models = []
@@ -243,12 +246,28 @@ class VllmWaiter(object):
                                 "the server was asked to shut down during the wait (%s)" % summary,
                                 "something stopped or restarted the server while it started: check handlers and "
                                 "other plays")
+        killed = self._oom_killed()
+        if killed:
+            return killed
         pre_exec = getattr(self.process, "pre_exec", None)
         if pre_exec and not self.watch.finding():
             # Nothing ran, so nothing logged: systemd's own status is the only evidence (vocabulary.SYSTEMD_EXIT).
             return self._result("failed", pre_exec[1], "systemd could not start the unit: %s" % summary,
                                 vocabulary.systemd_hint(pre_exec[1]))
         return self._from_log("process_exited", summary, summary)
+
+    def _oom_killed(self):
+        """out_of_memory when the kernel's OOM killer killed a process of this server and the log names no other
+        cause than a death (a killed process prints nothing; the others only report that it died)."""
+        finding = self.watch.finding()
+        if finding is not None and finding.reason not in (None, "engine_died", "process_exited"):
+            return None
+        pids = set(self.watch.pids) | set([self.state.pid] if self.state and self.state.pid else [])
+        killed = vocabulary.oom_kills(self.kernel_log(), pids) if pids else []
+        if not killed:
+            return None
+        return self._result("failed", "out_of_memory", "the kernel's OOM killer killed %s (from its log)" % ", ".join(
+            "%s (pid %d)" % (name, pid) for pid, name in killed), DEFAULT_HINTS["engine_died"])
 
     def _from_log(self, default_reason, default_detail, suffix=""):
         reason, detail, hint, ev = self.watch.explain(default_reason)
@@ -368,7 +387,20 @@ def build_waiter(params, runner=None):
                             params.get("timeout", 600.0), params.get("interval", 0.25),
                             params.get("probe_timeout", 2.0), params.get("port"), log_path,
                             already_started=not params.get("cursor") and _offset(params.get("log_offset", 0)) == "end")
-    return VllmWaiter(settings, watch, follower, process)
+    return VllmWaiter(settings, watch, follower, process, kernel_log=_kernel_log(runner))
+
+
+def _kernel_log(runner):
+    """The kernel's last records, as journalctl -k prints them; '' where they cannot be read (a container, say)."""
+    def read():
+        if runner is None or shutil.which("journalctl") is None:
+            return ""
+        try:
+            rc, out, _err = runner(["journalctl", "-k", "-q", "-o", "cat", "--no-pager", "-n", "2000"])
+        except (OSError, ValueError):
+            return ""
+        return out if rc == 0 else ""
+    return read
 
 
 def _offset(value):

@@ -57,12 +57,11 @@ FEATURES = (
     ("structured output", _CHAT, {"messages": [{"role": "user", "content": "Reply in JSON."}], "max_tokens": 8,
                                   "response_format": {"type": "json_object"}}, _answered),
 )
-TOOLS = ("tool calls", _CHAT, {
-    "messages": [{"role": "user", "content": "What is the weather in Paris?"}], "max_tokens": 8, "tool_choice": "auto",
-    "tools": [{"type": "function", "function": {"name": "weather", "description": "The weather in a city",
-                                                "parameters": {"type": "object", "properties": {
-                                                    "city": {"type": "string"}}, "required": ["city"]}}}]},
-    _tool_answered)
+_WEATHER = {"type": "function", "function": {
+    "name": "weather", "description": "The weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+TOOLS = ("tool calls", _CHAT, {"messages": [{"role": "user", "content": "What is the weather in Paris?"}],
+                               "max_tokens": 8, "tool_choice": "auto", "tools": [_WEATHER]}, _tool_answered)
 REASONING = ("reasoning", _CHAT, {"messages": [{"role": "user", "content": "Think, then say hi."}], "max_tokens": 8},
              _answered)
 

@@ -44,3 +44,17 @@ def test_a_journal_line_of_a_unit_that_failed_before_exec():
 
 def test_a_client_retrying_a_refused_connection_proves_nothing():
     assert classify_lines(["Server check failed: [Errno 111] Connection refused, retrying..."]).finding() is None
+
+
+@pytest.mark.parametrize("line, reason", [
+    # a checkpoint tensor that load_weights looks up and the model does not have (a drafter for another target)
+    ("KeyError: 'model.layers.61.mtp_block.self_attn.kv_a_proj_with_mqa.weight'", "config_error"),
+    # vLLM's CUDACHECK, printed before the Python errors the exit causes
+    ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:364 'invalid argument'", "distributed_error"),
+    ("nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object "
+     "file: no such file or directory: unknown", "gpu_unavailable"),
+    ("[ 8659.726062] NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.", "engine_died"),
+])
+def test_vllms_own_kernel_and_loader_texts_and_the_host_layers(line, reason):
+    found = classify_lines([line, "RuntimeError: Engine core initialization failed. See root cause above."]).finding()
+    assert found is not None and found.reason == reason, found and (found.reason, found.detail)

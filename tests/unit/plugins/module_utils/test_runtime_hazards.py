@@ -49,7 +49,7 @@ def test_hybrid_targets_with_prefix_caching_and_long_drafts_are_refused(tokens, 
     f = facts(release="0.20.2", tokens=tokens, target=target, args=args)
     assert ("gdn-prefix-caching-long-drafts" in fired(f)) is expected
     if expected:
-        problems, _ = check(f)
+        problems = check(f)[0]
         assert "vllm_server_args: {enable-prefix-caching: false}" in problems[0] and "vllm#42084" in problems[0]
 
 
@@ -75,7 +75,7 @@ def test_the_draft_budget_crash_is_not_the_cpu_engines():
 
 
 def test_the_draft_budget_message_names_both_variables_and_the_figures():
-    (problem,), _ = check(facts(release="0.32.0", tokens=15, batched=2048, seqs=256))
+    (problem,), _warnings = check(facts(release="0.32.0", tokens=15, batched=2048, seqs=256))
     assert "4096" in problem and "vllm_server_max_num_batched_tokens to at least 4096" in problem
     assert "vllm_server_max_num_seqs to 128 or fewer" in problem and "#53970" in problem
 

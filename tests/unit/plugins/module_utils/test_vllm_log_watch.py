@@ -180,7 +180,7 @@ def test_wrappers_alone_mean_engine_died():
 
 def test_unknown_exception_is_the_root_line_but_names_no_reason():
     watch = classify_lines([
-        WORKER + "KeyError: 'model.layers.0.mlp.gate_proj.weight'",
+        WORKER + "KeyError: 'rope_scaling'",
         API + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
     ])
     found = watch.finding()

@@ -205,7 +205,7 @@ def test_an_unplaced_exception_before_the_engines_death_keeps_its_own_hint(tmp_p
     h.write(*START)
 
     def engine_raises():
-        h.write("(EngineCore pid=2) KeyError: 'model.layers.0.mlp.gate_proj.weight'",
+        h.write("(EngineCore pid=2) KeyError: 'rope_scaling'",
                 API + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}")
         h.process.die(1, "exit code 1")
 
@@ -420,3 +420,31 @@ def test_an_ordinary_exit_status_stays_process_exited(tmp_path):
     h = Harness(tmp_path)
     h.process = UnitWatch("vllm", lambda argv: (0, show, ""), proc=str(tmp_path / "no-proc"))
     assert h.run()["reason"] == "process_exited"
+
+
+def test_a_death_the_kernels_oom_killer_caused_is_out_of_memory(tmp_path):
+    # The engine was SIGKILLed: it logs nothing; the API server only reports that it died. The kernel's log says why.
+    h = Harness(tmp_path)
+    h.write(*START)
+    h.write("(EngineCore_DP0 pid=4300) INFO 11-20 10:00:12 [core.py:93] Initializing a V1 LLM engine (v0.20.2)",
+            "(APIServer pid=4242) ERROR 11-20 10:00:20 [core_client.py:564] Engine core proc EngineCore_DP0 died "
+            "unexpectedly, shutting down client.")
+    h.clock.at(0.1, lambda: h.process.die(None, "killed by signal 9 (SIGKILL)"))
+    kernel = ("oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),task=VLLM::EngineCor,pid=4300,uid=998\n"
+              "Out of memory: Killed process 4300 (VLLM::EngineCor) total-vm:81234567kB, anon-rss:60123456kB\n"
+              "Out of memory: Killed process 999 (someone-else) total-vm:1kB\n")
+    waiter = VllmWaiter(h.settings, h.watch, h.follower, h.process, h.prober, h.owner_lookup, clock=h.clock,
+                        sleep=h.clock.sleep, wall_clock=lambda: 1.7e9, kernel_log=lambda: kernel)
+    res = waiter.run()
+    assert res["reason"] == "out_of_memory", res
+    assert "VLLM::EngineCor (pid 4300)" in res["detail"] and "999" not in res["detail"]
+
+
+def test_an_oom_kill_of_another_process_explains_nothing(tmp_path):
+    h = Harness(tmp_path)
+    h.write(*START)
+    h.clock.at(0.1, lambda: h.process.die(None, "killed by signal 9 (SIGKILL)"))
+    waiter = VllmWaiter(h.settings, h.watch, h.follower, h.process, h.prober, h.owner_lookup, clock=h.clock,
+                        sleep=h.clock.sleep, wall_clock=lambda: 1.7e9,
+                        kernel_log=lambda: "Out of memory: Killed process 999 (someone-else)\n")
+    assert waiter.run()["reason"] != "out_of_memory"
