@@ -416,8 +416,6 @@ SIGNATURES = (
               None, "a worker raised: see its traceback above", WRAPPER),
 )
 
-# A pydantic ValidationError spans lines: header, field, message. Its class and
-# field make the detail; an inner message a specific signature knows wins.
 
 # What the layers under vLLM print (module_utils/log/vocabulary: the CUDA runtime's errors, NCCL's results, errno, the
 # statuses systemd gives a unit that failed before exec), each table read from the layer's own library. After vLLM's
@@ -436,7 +434,8 @@ def _vocabulary_signatures(first):
 
 SIGNATURES = _vocabulary_signatures(True) + SIGNATURES + _vocabulary_signatures(False)
 
-
+# A pydantic ValidationError spans lines: header, field, message. Its class and
+# field make the detail; an inner message a specific signature knows wins.
 VALIDATION = Signature(
     "validation_error", "config_error", "validation error for",
     r"ValidationError: (?P<count>\d+) validation errors? for (?P<cls>\w+)", "{cls}", None, TYPED)
