@@ -25,10 +25,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# g++: the install role installs it on CPU hosts (torch compiles CPU kernels at run time); it is in the image so each
-# scenario does not download it again.
+# g++ and python3-dev: the install role installs them on CPU hosts (torch compiles CPU kernels at run time against
+# Python.h); they are in the image so each scenario does not download them again.
 debootstrap --variant=minbase \
-  --include=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,procps,iproute2,ca-certificates,openssh-server,g++ \
+  --include=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,procps,iproute2,ca-certificates,openssh-server,g++,python3-dev \
   bookworm "$rootfs" "$mirror" >"$CACHE/debootstrap.log" 2>&1 \
   || { tail -30 "$CACHE/debootstrap.log" >&2; exit 1; }
 

@@ -11,8 +11,10 @@ the flash-attn build that would fit.
 import importlib.metadata
 import importlib.util
 import json
+import os
 import shutil
 import sys
+import sysconfig
 
 FLASH_ATTN_DISTRIBUTIONS = ("flash-attn", "flash-attn-4")
 
@@ -31,10 +33,14 @@ def cxx_compiler():
     try:
         from torch._inductor import config
     except Exception as exc:  # no torch (a GPU venv checked without it), or a broken one: reported above
-        return {"cxx": None, "cxx_error": "%s: %s" % (type(exc).__name__, exc), "cxx_candidates": []}
+        return {"cxx": None, "cxx_error": "%s: %s" % (type(exc).__name__, exc), "cxx_candidates": [],
+                "python_h": None, "python_h_wanted": None}
     candidates = [c for c in (config.cpp.cxx if isinstance(config.cpp.cxx, (tuple, list)) else (config.cpp.cxx,)) if c]
     found = next((shutil.which(c) for c in candidates if shutil.which(c)), None)
-    return {"cxx": found, "cxx_error": None, "cxx_candidates": candidates}
+    # The kernels include Python.h, from the include directory of the Python the venv was made from.
+    header = os.path.join(sysconfig.get_paths()["include"], "Python.h")
+    return {"cxx": found, "cxx_error": None, "cxx_candidates": candidates,
+            "python_h": header if os.path.exists(header) else None, "python_h_wanted": header}
 
 
 def installed_flash_attn():
