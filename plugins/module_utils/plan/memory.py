@@ -111,7 +111,12 @@ def weight_bytes(by_dtype, served):
 
 
 def _gib(value):
-    return "%.2f GiB" % (value / float(GIB))
+    """A size in words: GiB, or MiB or bytes for small ones (a KV cache set in bytes can be tiny)."""
+    if abs(value) >= GIB:
+        return "%.2f GiB" % (value / float(GIB))
+    if abs(value) >= MIB:
+        return "%.1f MiB" % (value / float(MIB))
+    return "%d bytes" % value
 
 
 def gpu_memory(result):

@@ -95,3 +95,8 @@ def test_gpu_memory_from_nvidia_smi():
 
 def test_quantised_weights_keep_their_size_and_floats_take_the_serving_dtype():
     assert memory.weight_bytes({"F32": 400, "I8": 100}, "bfloat16") == 300
+
+
+def test_small_sizes_are_said_in_bytes_or_mib():
+    (problem,) = memory.fit(inputs(flavor="cpu", kv_cache_bytes=100000))["problems"]
+    assert "needs 393216 bytes of KV cache" in problem and "the KV cache of 100000 bytes" in problem
