@@ -516,18 +516,17 @@ def memory_fit(settings, models, gpu_memory):
     target = _model_read(models, "target")
     if target is None:
         return {"problems": [], "warnings": [], "figures": None}
-    facts = vllm_hazards.Facts((0, 0, 0), args=settings.get("args"))
     flavor = settings.get("flavor", "gpu")
     drafter = _model_read(models, "drafter") if not _unset(settings.get("speculative_method")) else None
     lm = vllm_memory.language_config(target["config"])
-    max_len = _count(facts.arg("max-model-len")) or _count(lm.get("max_position_embeddings")) or 0
+    max_len = _count(_arg(settings, "max-model-len")) or _count(lm.get("max_position_embeddings")) or 0
     kv, kv_name = None, None
     space = _env(settings).get("VLLM_CPU_KVCACHE_SPACE")
     if flavor == "cpu" and _count(space) is not None and "VLLM_CPU_KVCACHE_SPACE" not in _unset_env(settings):
         kv, kv_name = _count(space) * vllm_memory.GIB, PREFIX + "env.VLLM_CPU_KVCACHE_SPACE"
-    elif _count(facts.arg("kv-cache-memory-bytes")) is not None:
-        kv, kv_name = _count(facts.arg("kv-cache-memory-bytes")), PREFIX + "args.kv-cache-memory-bytes"
-    utilization = facts.arg("gpu-memory-utilization", facts.arg("device-memory-utilization"))
+    elif _count(_arg(settings, "kv-cache-memory-bytes")) is not None:
+        kv, kv_name = _count(_arg(settings, "kv-cache-memory-bytes")), PREFIX + "args.kv-cache-memory-bytes"
+    utilization = _arg(settings, "gpu-memory-utilization", _arg(settings, "device-memory-utilization"))
     try:
         utilization = float(utilization) if utilization is not None else vllm_memory.DEFAULT_UTILIZATION
     except (TypeError, ValueError):
@@ -540,7 +539,15 @@ def memory_fit(settings, models, gpu_memory):
     return vllm_memory.fit(vllm_memory.Inputs(
         flavor, _count(settings.get("tensor_parallel_size")) or 1, max_len, utilization, kv, target["config"],
         target.get("weight_bytes"), drafter and drafter["config"], drafter and drafter.get("weight_bytes"),
-        facts.arg("dtype", "auto"), facts.arg("kv-cache-dtype", "auto"), vllm_memory.gpu_memory(gpu_memory), names))
+        _arg(settings, "dtype", "auto"), _arg(settings, "kv-cache-dtype", "auto"), vllm_memory.gpu_memory(gpu_memory), names))
+
+
+def _arg(settings, name, default=None):
+    """vllm_server_args' value for a CLI name, however the key is spelt (cli_name)."""
+    for key, value in (settings.get("args") or {}).items():
+        if cli_name(key) == name:
+            return value
+    return default
 
 
 def _unset_env(settings):
