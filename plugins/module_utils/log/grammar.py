@@ -80,6 +80,8 @@ QUIET_LEVELS = ("INFO", "DEBUG")
 # Traceback lines that quote code, not errors; an exception line inside an ExceptionGroup ("  | X: y")
 # or indented by a supervisor is still an exception line.
 FRAME = re.compile(r"\s*(?:File \"|\^+\s*$|~*\^+[~^]*\s*$|Traceback \(most recent call last\))")
+# A traceback's frame, with the file and function it was in (the last one before the exception raised it).
+FRAME_AT = re.compile(r"\s*File \"(?P<path>[^\"]+)\", line \d+, in (?P<function>[\w<>.]+)")
 _INDENTED_EXCEPTION = re.compile(r"\s*(?:\| ?)*(?=(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit)\b)")
 # Source lines whose indentation a paste lost: statements, assignments, calls of lower-case names.
 _CODE = re.compile(r"(?:raise|return|await|yield|assert) |[a-z_][a-z0-9_.]*(?:\[[^\]]*\])? [+-]?= |[a-z_][a-z0-9_.]*\(")

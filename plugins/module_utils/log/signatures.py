@@ -14,13 +14,15 @@ CPU build 0.32 (``tests/fixtures/corpus/source`` quotes each text with its relea
 posted (``tests/fixtures/corpus/public``) for texts of releases or libraries not read (the token-budget message
 of 0.20-0.26, Ray's placement-group warning, NCCL's and the C toolchain's own lines). A release changes its
 wording: a signature matches what stays the same across the releases read, and the families catch the rest.
+Every release's start-path texts (0.6.0 to 0.34.0) are enumerated in ``releases``, which names the places whose
+failures prove a reason their class and words do not (``RAISED_AT``); the tests replay all of them.
 """
 
 from __future__ import annotations
 
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils.log import vocabulary
+from ansible_collections.llmops.vllm.plugins.module_utils.log import releases, vocabulary
 
 READY = "ready"
 TIMEOUT = "timeout"
@@ -432,7 +434,25 @@ def _vocabulary_signatures(first):
     return tuple(out)
 
 
-SIGNATURES = _vocabulary_signatures(True) + SIGNATURES + _vocabulary_signatures(False)
+# Where vLLM raised a failure (module_utils/log/releases), from a traceback's innermost frame, or from the texts every
+# release raises there when a log kept only the exception's line: it outranks the class and words of a family.
+_RAISED_HINTS = {
+    "out_of_memory": "vLLM found too little memory for what it was asked to hold: " + _OOM_HINT,
+    "distributed_error": "the engine's processes could not reach each other: check NCCL and gloo (NCCL_DEBUG=INFO), the "
+                         "interface (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, VLLM_HOST_IP) and the shared memory",
+}
+RAISED_AT = dict((reason, Signature("raised_at_" + reason, reason, "", r".+", None, hint, TYPED, certain=False))
+                 for reason, hint in _RAISED_HINTS.items())
+
+
+def _release_signatures():
+    return tuple(Signature(name, reason, needles, pattern,
+                           lambda m, source=source: "%s (%s)" % (m.group(0).strip(), source),
+                           _RAISED_HINTS[reason], TYPED, certain=False)
+                 for name, reason, needles, pattern, source in releases.patterns())
+
+
+SIGNATURES = _vocabulary_signatures(True) + SIGNATURES + _release_signatures() + _vocabulary_signatures(False)
 
 # A pydantic ValidationError spans lines: header, field, message. Its class and
 # field make the detail; an inner message a specific signature knows wins.

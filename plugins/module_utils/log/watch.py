@@ -22,6 +22,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.log.grammar import (
     CHAIN,
     Collector,
     FRAME,
+    FRAME_AT,
     QUIET,
     QUIET_LEVELS,
     LogLine,
@@ -30,6 +31,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.log.grammar import (
     parse_line,
     records,
 )
+from ansible_collections.llmops.vllm.plugins.module_utils.log import releases
 from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import (
     BARE_FAILURE,
     DEFAULT_HINTS,
@@ -39,6 +41,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import 
     NEW_PROCESS,
     NOISE,
     QUIET_SIGNATURES,
+    RAISED_AT,
     SHUTDOWN_MARK,
     SIGNATURES,
     VALIDATION,
@@ -129,6 +132,7 @@ class LogWatch(object):
         self._joined = 0
         self._open_evidence = []
         self._chains = {}           # (proc, pid) -> [chain number, a chain marker was the last word, link number]
+        self._frames = {}           # (proc, pid) -> (file, function) of the traceback's innermost frame so far
         self._chain_count = 0
 
     @property
@@ -294,7 +298,11 @@ class LogWatch(object):
         """Number the chained tracebacks of each process: a traceback printed right after a chain marker is
         the next link of the chain before it (its exception wraps the one before)."""
         msg, key = line.msg, (line.proc, line.pid)
+        frame = FRAME_AT.match(msg)
+        if frame is not None and (key in self._frames or len(self._frames) < 256):
+            self._frames[key] = (frame.group("path"), frame.group("function"))
         if "Traceback (most recent call last)" in msg:
+            self._frames.pop(key, None)
             state = self._chains.get(key)
             if state is None or not state[1]:
                 self._chain_count += 1
@@ -361,8 +369,13 @@ class LogWatch(object):
         words = (m.group("text") or "") if m else text
         family, sig = family_of(exc, words)
         ev = None
+        # Where vLLM raised it (the traceback's innermost frame) may prove more than its class and words.
+        where = self._frames.pop((line.proc, line.pid), None) if m else None
+        reason = releases.raised_reason(where, exc, words) if where else None
+        if reason is not None:
+            ev = self._record(RAISED_AT[reason], RAISED_AT[reason].regex.match(text), line, pos, now)
         if family is not None:
-            ev = self._record(sig, sig.regex.match(text), line, pos, now)
+            ev = self._record(sig, sig.regex.match(text), line, pos, now) or ev
         if m:
             generic = self._record(GENERIC, m, line, pos, now)
             ev = ev or generic
