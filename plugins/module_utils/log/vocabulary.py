@@ -334,6 +334,26 @@ def oom_kills(text, pids):
     return out
 
 
+# The GPU driver's fault report, as the kernel's log holds it (the NVIDIA driver's "NVRM: Xid (PCI:%s): %d, pid=%s,
+# name=%s, %s"): only a report that names a watched process is that process's death; an older driver's, without a
+# pid, or another process's, could be any time and anyone's.
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<pci>[^)]*)\): (?P<xid>\d+), pid=(?P<pid>\d+), name=(?P<name>[^,]*), (?P<text>.*)")
+
+
+XID_HINT = ("the GPU driver reported a fault (Xid): look it up in NVIDIA's Xid catalogue; a hardware fault needs the "
+            "GPU or the node reset")
+
+
+def gpu_faults(text, pids):
+    """[(xid, pid, name, text, pci)] the GPU driver reported in the kernel's log for processes among ``pids``."""
+    out = []
+    for m in _XID.finditer(text or ""):
+        if int(m.group("pid")) in pids:
+            out.append((int(m.group("xid")), int(m.group("pid")), m.group("name"), m.group("text").strip(),
+                        m.group("pci")))
+    return out
+
+
 def _alternation(texts):
     return "|".join(re.escape(t) for t in sorted(set(texts), key=len, reverse=True))
 
@@ -365,8 +385,7 @@ def patterns():
     # The GPU driver's own fault reports in the kernel log, as a log that quotes them shows them: "NVRM: Xid (PCI:..):
     # N, ..." and the NVSwitch driver's "SXid (PCI:%s): %u, %s" (its nvswitch_event trace format).
     out.append(("gpu_xid", "engine_died", "Xid",
-                r"(?:NVRM: |\bS)Xid \(PCI:[^)]*\): (?P<xid>\d+)", "the GPU driver reported a fault (Xid): look it up in "
-                "NVIDIA's Xid catalogue; a hardware fault needs the GPU or the node reset", "NVIDIA GPU driver"))
+                r"(?:NVRM: |\bS)Xid \(PCI:[^)]*\): (?P<xid>\d+)", XID_HINT, "NVIDIA GPU driver"))
     for reason in ("config_error", "missing_dependency", "out_of_memory"):
         names = [name for status, name in SYSTEMD_EXIT if systemd_exit(status)[1] == reason]
         out.append(("systemd_exit_" + reason, reason, "status=",

@@ -246,7 +246,7 @@ class VllmWaiter(object):
                                 "the server was asked to shut down during the wait (%s)" % summary,
                                 "something stopped or restarted the server while it started: check handlers and "
                                 "other plays")
-        killed = self._oom_killed()
+        killed = self._oom_killed() or self._gpu_fault()
         if killed:
             return killed
         pre_exec = getattr(self.process, "pre_exec", None)
@@ -268,6 +268,20 @@ class VllmWaiter(object):
             return None
         return self._result("failed", "out_of_memory", "the kernel's OOM killer killed %s (from its log)" % ", ".join(
             "%s (pid %d)" % (name, pid) for pid, name in killed), DEFAULT_HINTS["engine_died"])
+
+    def _gpu_fault(self):
+        """engine_died, named by the GPU driver's Xid, when the kernel's log has one for a process of this server and
+        the log names no other cause than a death."""
+        finding = self.watch.finding()
+        if finding is not None and finding.reason not in (None, "engine_died", "process_exited"):
+            return None
+        pids = set(self.watch.pids) | set([self.state.pid] if self.state and self.state.pid else [])
+        faults = vocabulary.gpu_faults(self.kernel_log(), pids) if pids else []
+        if not faults:
+            return None
+        return self._result("failed", "engine_died", "the GPU driver reported %s (from the kernel's log)" % "; ".join(
+            "Xid %d for %s (pid %d) on %s: %s" % (xid, name, pid, pci, text) for xid, pid, name, text, pci in faults[:3]),
+            vocabulary.XID_HINT)
 
     def _from_log(self, default_reason, default_detail, suffix=""):
         reason, detail, hint, ev = self.watch.explain(default_reason)

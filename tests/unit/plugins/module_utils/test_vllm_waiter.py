@@ -440,6 +440,25 @@ def test_a_death_the_kernels_oom_killer_caused_is_out_of_memory(tmp_path):
     assert "VLLM::EngineCor (pid 4300)" in res["detail"] and "999" not in res["detail"]
 
 
+def test_a_death_the_gpu_driver_reported_is_named_by_its_xid(tmp_path):
+    # A GPU that fell off the bus kills its process with no Python error; the driver's report names the process.
+    h = Harness(tmp_path)
+    h.write(*START)
+    h.write("(EngineCore_DP0 pid=4300) INFO 11-20 10:00:12 [core.py:93] Initializing a V1 LLM engine (v0.20.2)",
+            "(APIServer pid=4242) ERROR 11-20 10:00:20 [core_client.py:564] Engine core proc EngineCore_DP0 died "
+            "unexpectedly, shutting down client.")
+    h.clock.at(0.1, lambda: h.process.die(None, "killed by signal 9 (SIGKILL)"))
+    kernel = ("NVRM: Xid (PCI:0000:17:00): 13, Graphics SM Warp Exception on (GPC 0, TPC 0)\n"   # an older driver: no pid
+              "NVRM: Xid (PCI:0000:3b:00): 79, pid=4300, name=VLLM::EngineCor, GPU has fallen off the bus.\n"
+              "NVRM: Xid (PCI:0000:5e:00): 31, pid=999, name=someone-else, Ch 00000008, intr 10000000.\n")
+    waiter = VllmWaiter(h.settings, h.watch, h.follower, h.process, h.prober, h.owner_lookup, clock=h.clock,
+                        sleep=h.clock.sleep, wall_clock=lambda: 1.7e9, kernel_log=lambda: kernel)
+    res = waiter.run()
+    assert res["reason"] == "engine_died", res
+    assert "Xid 79 for VLLM::EngineCor (pid 4300) on 0000:3b:00: GPU has fallen off the bus" in res["detail"], res
+    assert "999" not in res["detail"] and "Xid 13" not in res["detail"] and "Xid" in res["hint"]
+
+
 def test_an_oom_kill_of_another_process_explains_nothing(tmp_path):
     h = Harness(tmp_path)
     h.write(*START)
