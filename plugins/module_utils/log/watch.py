@@ -31,7 +31,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.log.grammar import (
     parse_line,
     records,
 )
-from ansible_collections.llmops.vllm.plugins.module_utils.log import releases
+from ansible_collections.llmops.vllm.plugins.module_utils.log import places
 from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import (
     BARE_FAILURE,
     DEFAULT_HINTS,
@@ -371,7 +371,7 @@ class LogWatch(object):
         ev = None
         # Where vLLM raised it (the traceback's innermost frame) may prove more than its class and words.
         where = self._frames.pop((line.proc, line.pid), None) if m else None
-        reason = releases.raised_reason(where, exc, words) if where else None
+        reason = places.raised_reason(where, exc, words) if where else None
         if reason is not None:
             ev = self._record(RAISED_AT[reason], RAISED_AT[reason].regex.match(text), line, pos, now)
         if family is not None:

@@ -30,6 +30,11 @@ def test_every_named_error_is_in_its_layers_table():
     ("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)", "distributed_error"),
     ("zmq.error.ZMQError: Cannot assign requested address (addr='tcp://10.0.0.2:5570')", "distributed_error"),
     ("OSError: [Errno 101] Network is unreachable", "distributed_error"),
+    # huggingface_hub's model-lookup errors, by class: their words name no lookup
+    ("huggingface_hub.errors.CachedRepoTreeNotFoundError: No cached tree listing found for 'Qwen/Qwen3-8B' (revision "
+     "'main', repo_type 'model'): the revision is not cached", "model_not_found"),
+    ("huggingface_hub.errors.IncompleteSnapshotError: The cached snapshot for 'z-lab/Qwen3-8B-DFlash' (revision "
+     "'main', commit abc) is incomplete: 2 file(s) are missing", "model_not_found"),
 ])
 def test_a_layers_error_gives_its_reason(line, reason):
     found = classify_lines([WORKER + "Traceback (most recent call last):", WORKER + line]).finding()

