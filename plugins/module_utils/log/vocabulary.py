@@ -251,6 +251,98 @@ HF_HUB_MODEL_ERRORS = (
     'RemoteEntryNotFoundError', 'RepositoryNotFoundError', 'RevisionNotFoundError', 'RevisionResolutionError')
 HF_HUB_VERSION = '2.4.0'
 
+# The dynamic loader of glibc 2.36 (elf/ of its source: the N_() messages given to _dl_signal_error, the formats of
+# _dl_exception_create_format), as ld.so, dlopen and so Python's ImportError and ctypes print them after the object
+# they name ("libfoo.so.1: cannot open shared object file", "libc.so.6: version `GLIBC_2.38' not found").
+LOADER = (
+    '%s: out of memory to store relocation results for %s\\n',
+    'DST not allowed in SUID/SGID programs',
+    'DT_RELR without GLIBC_ABI_DT_RELR dependency',
+    'DYNAMIC LINKER BUG!!!',
+    'ELF file ABI version invalid',
+    'ELF file OS ABI invalid',
+    'ELF file data encoding not big-endian',
+    'ELF file data encoding not little-endian',
+    'ELF file version does not match current one',
+    'ELF file version ident does not match current one',
+    "ELF file's phentsize not the expected size",
+    'ELF load command address/offset not page-aligned',
+    'RTLD_NEXT used in code not dynamically loaded',
+    'TLS generation counter wrapped!  Please report this.',
+    'cannot allocate address lookup data',
+    'cannot allocate dependency buffer',
+    'cannot allocate dependency list',
+    'cannot allocate memory for program header',
+    'cannot allocate memory in static TLS block',
+    'cannot allocate name record',
+    'cannot allocate symbol search list',
+    'cannot allocate version reference table',
+    'cannot apply additional memory protection after relocation',
+    'cannot change memory protections',
+    'cannot close file descriptor',
+    'cannot create HWCAP priorities',
+    'cannot create RUNPATH/RPATH copy',
+    'cannot create TLS data structures',
+    'cannot create cache for search path',
+    'cannot create capability list',
+    'cannot create scope list',
+    'cannot create search path array',
+    'cannot create shared object descriptor',
+    'cannot dynamically load executable',
+    'cannot dynamically load position-independent executable',
+    'cannot enable executable stack as shared object requires',
+    'cannot extend global scope',
+    'cannot make segment writable for relocation',
+    'cannot map pages for fdesc table',
+    'cannot map pages for fptr table',
+    'cannot open shared object file',
+    'cannot read file data',
+    'cannot restore segment prot after reloc',
+    'cannot stat shared object',
+    'empty dynamic string token substitution',
+    'error while loading shared libraries',
+    'file too short',
+    'internal error',
+    'internal error: symidx out of range of fptr table',
+    'invalid ELF header',
+    'invalid mode for dlopen()',
+    'invalid target namespace in dlmopen()',
+    'no more namespaces available for dlmopen()',
+    'no version information available (required by %s)',
+    'nonzero padding in e_ident',
+    'object file has no dynamic section',
+    'object file has no loadable segments',
+    'only ET_DYN and ET_EXEC can be loaded',
+    'shared object cannot be dlopen()ed',
+    'shared object not open',
+    'symbol lookup error',
+    'undefined symbol: %s%s%s',
+    'unsupported version %s of Verdef record',
+    'unsupported version %s of Verneed record',
+    "version `%s' not found (required by %s)",
+    'version lookup error',
+    "weak version `%s' not found (required by %s)",
+    'wrong ELF class: ELFCLASS32',
+    'wrong ELF class: ELFCLASS64',
+)
+LOADER_VERSION = '2.36'
+
+# A loader error is a library this host lacks or cannot load (wrong, damaged or too new for its glibc), or an
+# allocation that failed; the others (its own bugs, dlmopen's namespaces, memory protections) prove no reason.
+_LOADER_REASONS = {
+    "out_of_memory": r"cannot allocate (?!memory in static TLS)|cannot create |cannot extend global scope|"
+                     r"cannot map pages|out of memory",
+    "missing_dependency": r"cannot open shared object|cannot read file data|cannot stat shared object|error while loading|"
+                          r"file too short|ELF|e_ident|GLIBC_ABI|object file has no|ET_DYN|cannot be dlopen|symbol lookup error|"
+                          r"undefined symbol|^unsupported version|^version|wrong ELF class|static TLS|executable stack|"
+                          r"cannot dynamically load",
+}
+
+
+def loader_reason(text):
+    return next((reason for reason, words in sorted(_LOADER_REASONS.items()) if re.search(words, text)), None)
+
+
 # A reason for each error whose name says it; the others prove no reason of their own.
 _CUDA_REASONS = {
     "out_of_memory": ("cudaErrorMemoryAllocation",),
@@ -364,6 +456,11 @@ def gpu_faults(text, pids):
     return out
 
 
+_PRINTF = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?l*[sdux]")
+_LOADER_HINT = ("the dynamic loader could not load a library the server needs: install the one it names, or the venv's "
+                "wheels built for this host's glibc, CPU and CUDA (a too-old glibc says version `GLIBC_2.NN' not found)")
+
+
 def _alternation(texts):
     return "|".join(re.escape(t) for t in sorted(set(texts), key=len, reverse=True))
 
@@ -381,6 +478,13 @@ def patterns():
     out.append(("nccl_result", "distributed_error", ("NCCL", "nccl"),
                 r"(?i:nccl)\w*(?: error)?[^\n]*?(?P<text>%s)" % _alternation(texts), _HINTS["distributed_error"],
                 "NCCL %d.%d.%d" % (NCCL_VERSION // 10000, NCCL_VERSION % 10000 // 100, NCCL_VERSION % 100)))
+    # The loader's words before errno's: its "cannot allocate memory in static TLS block" is not ENOMEM.
+    for reason in sorted(_LOADER_REASONS):
+        texts = [_PRINTF.sub("\x00", text.rstrip("\\n")) for text in LOADER if loader_reason(text) == reason]
+        out.append(("loader_" + reason, reason, ".so",
+                    r"\.so\b[\w.]*: (?P<text>%s)" % _alternation(texts).replace(re.escape("\x00"), ".*?"),
+                    _HINTS[reason] if reason != "missing_dependency" else _LOADER_HINT,
+                    "glibc %s dynamic loader" % LOADER_VERSION))
     table = dict(errno_table())
     for reason, names in sorted(_ERRNO_REASONS.items()):
         texts = [table[name] for name in names if name in table]

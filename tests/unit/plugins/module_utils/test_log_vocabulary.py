@@ -30,6 +30,14 @@ def test_every_named_error_is_in_its_layers_table():
     ("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)", "distributed_error"),
     ("zmq.error.ZMQError: Cannot assign requested address (addr='tcp://10.0.0.2:5570')", "distributed_error"),
     ("OSError: [Errno 101] Network is unreachable", "distributed_error"),
+    # the dynamic loader: a library too new for this glibc, one built for another CPU, a static TLS shortage (a
+    # library loaded too late, not memory: errno's "Cannot allocate memory" must not take it)
+    ("ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `CXXABI_1.3.15' not found (required by "
+     "/opt/vllm/lib/python3.12/site-packages/vllm/_C.abi3.so)", "missing_dependency"),
+    ("OSError: /opt/vllm/lib/libcudart.so.12: wrong ELF class: ELFCLASS32", "missing_dependency"),
+    ("ImportError: /usr/lib/aarch64-linux-gnu/libgomp.so.1: cannot allocate memory in static TLS block",
+     "missing_dependency"),
+    ("OSError: /opt/vllm/lib/libfoo.so: cannot create shared object descriptor", "out_of_memory"),
     # huggingface_hub's model-lookup errors, by class: their words name no lookup
     ("huggingface_hub.errors.CachedRepoTreeNotFoundError: No cached tree listing found for 'Qwen/Qwen3-8B' (revision "
      "'main', repo_type 'model'): the revision is not cached", "model_not_found"),
