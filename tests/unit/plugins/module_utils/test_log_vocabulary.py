@@ -19,6 +19,9 @@ def test_every_named_error_is_in_its_layers_table():
     errnos = dict(vocabulary.errno_table())
     assert all(name in errnos for names in vocabulary._ERRNO_REASONS.values() for name in names)
     assert vocabulary.systemd_exit(226) == ("NAMESPACE", "config_error") and vocabulary.systemd_exit(1) is None
+    hip = dict(vocabulary.HIP_RUNTIME)
+    assert len(hip) > 70 and all(name in hip for names in vocabulary._HIP_REASONS.values() for name in names)
+    assert len(vocabulary.LOADER) > 60 and vocabulary.loader_reason("cannot open shared object file") == "missing_dependency"
 
 
 @pytest.mark.parametrize("line, reason", [
@@ -30,6 +33,11 @@ def test_every_named_error_is_in_its_layers_table():
     ("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)", "distributed_error"),
     ("zmq.error.ZMQError: Cannot assign requested address (addr='tcp://10.0.0.2:5570')", "distributed_error"),
     ("OSError: [Errno 101] Network is unreachable", "distributed_error"),
+    # HIP's strings, as torch's ROCm build prints them (a family reads "HIP error" as the GPU's)
+    ("RuntimeError: HIP error: out of memory", "out_of_memory"),
+    ("RuntimeError: HIP error: peer access is not supported between these two devices", "distributed_error"),
+    ("RuntimeError: HIP error: hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+     "gpu_unavailable"),
     # the dynamic loader: a library too new for this glibc, one built for another CPU, a static TLS shortage (a
     # library loaded too late, not memory: errno's "Cannot allocate memory" must not take it)
     ("ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `CXXABI_1.3.15' not found (required by "
