@@ -563,12 +563,12 @@ XID_HINT = ("the GPU driver reported a fault (Xid): look it up in NVIDIA's Xid c
 
 
 def gpu_faults(text, pids):
-    """[(xid, pid, name, text, pci)] the GPU driver reported in the kernel's log for processes among ``pids``."""
+    """[(xid, name, pid, pci, text)] the GPU driver reported in the kernel's log for processes among ``pids``."""
     out = []
     for m in _XID.finditer(text or ""):
         if int(m.group("pid")) in pids:
-            out.append((int(m.group("xid")), int(m.group("pid")), m.group("name"), m.group("text").strip(),
-                        m.group("pci")))
+            out.append((int(m.group("xid")), m.group("name"), int(m.group("pid")), m.group("pci"),
+                        m.group("text").strip()))
     return out
 
 

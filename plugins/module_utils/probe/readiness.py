@@ -246,7 +246,7 @@ class VllmWaiter(object):
                                 "the server was asked to shut down during the wait (%s)" % summary,
                                 "something stopped or restarted the server while it started: check handlers and "
                                 "other plays")
-        killed = self._oom_killed() or self._gpu_fault()
+        killed = self._host_records()
         if killed:
             return killed
         pre_exec = getattr(self.process, "pre_exec", None)
@@ -256,32 +256,24 @@ class VllmWaiter(object):
                                 vocabulary.systemd_hint(pre_exec[1]))
         return self._from_log("process_exited", summary, summary)
 
-    def _oom_killed(self):
-        """out_of_memory when the kernel's OOM killer killed a process of this server and the log names no other
-        cause than a death (a killed process prints nothing; the others only report that it died)."""
+    def _host_records(self):
+        """What the kernel's log says killed a process of this server, when the log names no other cause than a
+        death (a killed process prints nothing; the others only report that it died): the OOM killer's records
+        (out_of_memory) or the GPU driver's Xid (engine_died); None when it names none of them."""
         finding = self.watch.finding()
         if finding is not None and finding.reason not in (None, "engine_died", "process_exited"):
             return None
         pids = set(self.watch.pids) | set([self.state.pid] if self.state and self.state.pid else [])
-        killed = vocabulary.oom_kills(self.kernel_log(), pids) if pids else []
-        if not killed:
-            return None
-        return self._result("failed", "out_of_memory", "the kernel's OOM killer killed %s (from its log)" % ", ".join(
-            "%s (pid %d)" % (name, pid) for pid, name in killed), DEFAULT_HINTS["engine_died"])
-
-    def _gpu_fault(self):
-        """engine_died, named by the GPU driver's Xid, when the kernel's log has one for a process of this server and
-        the log names no other cause than a death."""
-        finding = self.watch.finding()
-        if finding is not None and finding.reason not in (None, "engine_died", "process_exited"):
-            return None
-        pids = set(self.watch.pids) | set([self.state.pid] if self.state and self.state.pid else [])
-        faults = vocabulary.gpu_faults(self.kernel_log(), pids) if pids else []
-        if not faults:
-            return None
-        return self._result("failed", "engine_died", "the GPU driver reported %s (from the kernel's log)" % "; ".join(
-            "Xid %d for %s (pid %d) on %s: %s" % (xid, name, pid, pci, text) for xid, pid, name, text, pci in faults[:3]),
-            vocabulary.XID_HINT)
+        text = self.kernel_log() if pids else ""
+        killed = vocabulary.oom_kills(text, pids)
+        if killed:
+            return self._result("failed", "out_of_memory", "the kernel's OOM killer killed %s (from its log)" % ", ".join(
+                "%s (pid %d)" % (name, pid) for pid, name in killed), DEFAULT_HINTS["engine_died"])
+        faults = vocabulary.gpu_faults(text, pids)
+        if faults:
+            return self._result("failed", "engine_died", "the GPU driver reported %s (from the kernel's log)" % "; ".join(
+                "Xid %d for %s (pid %d) on %s: %s" % fault for fault in faults[:3]), vocabulary.XID_HINT)
+        return None
 
     def _from_log(self, default_reason, default_detail, suffix=""):
         reason, detail, hint, ev = self.watch.explain(default_reason)

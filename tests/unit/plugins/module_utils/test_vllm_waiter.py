@@ -422,38 +422,32 @@ def test_an_ordinary_exit_status_stays_process_exited(tmp_path):
     assert h.run()["reason"] == "process_exited"
 
 
-def test_a_death_the_kernels_oom_killer_caused_is_out_of_memory(tmp_path):
-    # The engine was SIGKILLed: it logs nothing; the API server only reports that it died. The kernel's log says why.
+def killed_engine(tmp_path, kernel):
+    """An engine SIGKILLed during start: it logs nothing; the API server only reports that it died. The kernel's log
+    (``kernel``) may say why."""
     h = Harness(tmp_path)
     h.write(*START)
     h.write("(EngineCore_DP0 pid=4300) INFO 11-20 10:00:12 [core.py:93] Initializing a V1 LLM engine (v0.20.2)",
             "(APIServer pid=4242) ERROR 11-20 10:00:20 [core_client.py:564] Engine core proc EngineCore_DP0 died "
             "unexpectedly, shutting down client.")
     h.clock.at(0.1, lambda: h.process.die(None, "killed by signal 9 (SIGKILL)"))
-    kernel = ("oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),task=VLLM::EngineCor,pid=4300,uid=998\n"
-              "Out of memory: Killed process 4300 (VLLM::EngineCor) total-vm:81234567kB, anon-rss:60123456kB\n"
-              "Out of memory: Killed process 999 (someone-else) total-vm:1kB\n")
-    waiter = VllmWaiter(h.settings, h.watch, h.follower, h.process, h.prober, h.owner_lookup, clock=h.clock,
-                        sleep=h.clock.sleep, wall_clock=lambda: 1.7e9, kernel_log=lambda: kernel)
-    res = waiter.run()
+    return VllmWaiter(h.settings, h.watch, h.follower, h.process, h.prober, h.owner_lookup, clock=h.clock,
+                      sleep=h.clock.sleep, wall_clock=lambda: 1.7e9, kernel_log=lambda: kernel).run()
+
+
+def test_a_death_the_kernels_oom_killer_caused_is_out_of_memory(tmp_path):
+    res = killed_engine(tmp_path, "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),task=VLLM::EngineCor,pid=4300,uid=998\n"
+                                  "Out of memory: Killed process 4300 (VLLM::EngineCor) total-vm:81234567kB, anon-rss:6012345kB\n"
+                                  "Out of memory: Killed process 999 (someone-else) total-vm:1kB\n")
     assert res["reason"] == "out_of_memory", res
     assert "VLLM::EngineCor (pid 4300)" in res["detail"] and "999" not in res["detail"]
 
 
 def test_a_death_the_gpu_driver_reported_is_named_by_its_xid(tmp_path):
     # A GPU that fell off the bus kills its process with no Python error; the driver's report names the process.
-    h = Harness(tmp_path)
-    h.write(*START)
-    h.write("(EngineCore_DP0 pid=4300) INFO 11-20 10:00:12 [core.py:93] Initializing a V1 LLM engine (v0.20.2)",
-            "(APIServer pid=4242) ERROR 11-20 10:00:20 [core_client.py:564] Engine core proc EngineCore_DP0 died "
-            "unexpectedly, shutting down client.")
-    h.clock.at(0.1, lambda: h.process.die(None, "killed by signal 9 (SIGKILL)"))
-    kernel = ("NVRM: Xid (PCI:0000:17:00): 13, Graphics SM Warp Exception on (GPC 0, TPC 0)\n"   # an older driver: no pid
-              "NVRM: Xid (PCI:0000:3b:00): 79, pid=4300, name=VLLM::EngineCor, GPU has fallen off the bus.\n"
-              "NVRM: Xid (PCI:0000:5e:00): 31, pid=999, name=someone-else, Ch 00000008, intr 10000000.\n")
-    waiter = VllmWaiter(h.settings, h.watch, h.follower, h.process, h.prober, h.owner_lookup, clock=h.clock,
-                        sleep=h.clock.sleep, wall_clock=lambda: 1.7e9, kernel_log=lambda: kernel)
-    res = waiter.run()
+    res = killed_engine(tmp_path, "NVRM: Xid (PCI:0000:17:00): 13, Graphics SM Warp Exception on (GPC 0, TPC 0)\n"  # no pid
+                                  "NVRM: Xid (PCI:0000:3b:00): 79, pid=4300, name=VLLM::EngineCor, GPU has fallen off the bus.\n"
+                                  "NVRM: Xid (PCI:0000:5e:00): 31, pid=999, name=someone-else, Ch 00000008, intr 10000000.\n")
     assert res["reason"] == "engine_died", res
     assert "Xid 79 for VLLM::EngineCor (pid 4300) on 0000:3b:00: GPU has fallen off the bus" in res["detail"], res
     assert "999" not in res["detail"] and "Xid 13" not in res["detail"] and "Xid" in res["hint"]
