@@ -610,7 +610,10 @@ def patterns():
                     _HINTS[reason] if reason != "missing_dependency" else _LOADER_HINT,
                     "glibc %s dynamic loader" % LOADER_VERSION))
     out.append(("c10d", "distributed_error", ("socket has", "TCP client failed", "clients joined", "Failed to listen"),
-                r"(?P<text>%s)" % _alternation([text.split("{}")[0] for text in C10D]), _HINTS["distributed_error"],
+                # Not on a line torch's C++ logger marks a warning or information ("[W socket.cpp:663]"): c10d
+                # warns of each address it could not reach before it gives up on all of them.
+                r"^(?!.*?\[[WI][^\]]*\.(?:cpp|cc|h):\d+\]).*?(?P<text>%s)" % _alternation(
+                    [text.split("{}")[0] for text in C10D]), _HINTS["distributed_error"],
                 C10D_SOURCE))
     table = dict(errno_table())
     for reason, names in sorted(_ERRNO_REASONS.items()):

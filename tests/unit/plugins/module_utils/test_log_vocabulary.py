@@ -82,3 +82,13 @@ def test_a_client_retrying_a_refused_connection_proves_nothing():
 def test_vllms_own_kernel_and_loader_texts_and_the_host_layers(line, reason):
     found = classify_lines([line, "RuntimeError: Engine core initialization failed. See root cause above."]).finding()
     assert found is not None and found.reason == reason, found and (found.reason, found.detail)
+
+
+def test_c10d_warns_of_each_address_before_the_failure_that_is_the_root():
+    found = classify_lines([
+        WORKER + "[W socket.cpp:663] [c10d] The client socket has failed to connect to [gpu-2]:29500 (errno: 110 - "
+                 "Connection timed out).",
+        WORKER + "Traceback (most recent call last):",
+        WORKER + "torch.distributed.DistNetworkError: The client socket has failed to connect to any network address "
+                 "of (10.0.0.2, 29500)."]).finding()
+    assert found.reason == "distributed_error" and "any network address" in found.root_line.raw, found.root_line.raw
