@@ -321,7 +321,9 @@ HIP_RUNTIME = (
     ('hipErrorStreamCaptureImplicit', 'operation would make the legacy stream depend on a capturing blocking stream'),
     ('hipErrorCapturedEvent', 'operation not permitted on an event last recorded in a capturing stream'),
     ('hipErrorStreamCaptureWrongThread', 'attempt to terminate a thread-local capture sequence from another thread'),
-    ('hipErrorGraphExecUpdateFailure', 'the graph update was not performed because it included changes which violated constraints specific to instantiated graph update'),
+    ('hipErrorGraphExecUpdateFailure',
+     'the graph update was not performed because it included changes which violated constraints specific to '
+     'instantiated graph update'),
     ('hipErrorTbd', 'unknown error'),
 )
 HIP_SOURCE = "ROCm clr f9f995c"
@@ -613,7 +615,7 @@ def patterns():
                 # Not on a line torch's C++ logger marks a warning or information ("[W socket.cpp:663]"): c10d
                 # warns of each address it could not reach before it gives up on all of them.
                 r"^(?!.*?\[[WI][^\]]*\.(?:cpp|cc|h):\d+\]).*?(?P<text>%s)" % _alternation(
-                    [text.split("{}")[0] for text in C10D]), _HINTS["distributed_error"],
+                    [text.split("{}", maxsplit=1)[0] for text in C10D]), _HINTS["distributed_error"],
                 C10D_SOURCE))
     table = dict(errno_table())
     for reason, names in sorted(_ERRNO_REASONS.items()):
