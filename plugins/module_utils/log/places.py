@@ -360,12 +360,13 @@ def patterns():
     for reason in sorted({row[0] for row in TEXTS}):
         rows = [row for row in TEXTS if row[0] == reason]
         releases = [release for row in rows for release in row[4:] if release[0].isdigit()]
-        sources = (["vLLM %s to %s" % (min(releases, key=_version), max(releases, key=_version))] if releases else []) \
+        sources = (["vLLM %s to %s" % (min(releases, key=version), max(releases, key=version))] if releases else []) \
             + sorted({row[4] for row in rows if not row[4][0].isdigit()})
         out.append(("raised_" + reason, reason, tuple(sorted({_needle(row[2]) for row in rows})),
                     "(?:%s).*" % "|".join(_regex(row[2]) for row in rows), ", ".join(sources)))
     return out
 
 
-def _version(release):
-    return [int(part) if part.isdigit() else -1 for part in re.split(r"[.]", release.replace("post", "."))]
+def version(release):
+    """A release as a sortable key: 0.6.1.post1 after 0.6.1, "torch 2.13.0+cpu" by its numbers."""
+    return [int(part) if part.isdigit() else -1 for part in re.split(r"[. +]", release.replace("post", "."))]

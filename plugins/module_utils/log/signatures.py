@@ -446,14 +446,14 @@ RAISED_AT = dict((reason, Signature("raised_at_" + reason, reason, "", r".+", No
                  for reason, hint in _RAISED_HINTS.items())
 
 
-def _release_signatures():
+def _place_signatures():
     return tuple(Signature(name, reason, needles, pattern,
                            lambda m, source=source: "%s (%s)" % (m.group(0).strip(), source),
                            _RAISED_HINTS[reason], TYPED, certain=False)
                  for name, reason, needles, pattern, source in places.patterns())
 
 
-SIGNATURES = _vocabulary_signatures(True) + SIGNATURES + _release_signatures() + _vocabulary_signatures(False)
+SIGNATURES = _vocabulary_signatures(True) + SIGNATURES + _place_signatures() + _vocabulary_signatures(False)
 
 # A pydantic ValidationError spans lines: header, field, message. Its class and
 # field make the detail; an inner message a specific signature knows wins.

@@ -353,7 +353,6 @@ HF_HUB_MODEL_ERRORS = (
     'CachedRepoTreeNotFoundError', 'EntryNotFoundError', 'GatedRepoError', 'HFValidationError', 'IncompleteSnapshotError',
     'LocalEntryNotFoundError', 'LocalTokenNotFoundError', 'NotASafetensorsRepoError', 'OfflineModeIsEnabled',
     'RemoteEntryNotFoundError', 'RepositoryNotFoundError', 'RevisionNotFoundError', 'RevisionResolutionError')
-HF_HUB_VERSION = '2.4.0'
 
 # The dynamic loader of glibc 2.36 (elf/ of its source: the N_() messages given to _dl_signal_error, the formats of
 # _dl_exception_create_format), as ld.so, dlopen and so Python's ImportError and ctypes print them after the object
@@ -513,16 +512,20 @@ def systemd_hint(reason):
     return _SYSTEMD_HINTS.get(reason, "")
 
 
+def _reason_of(reasons, name):
+    return next((reason for reason, names in reasons.items() if name in names), None)
+
+
 def cuda_reason(name):
-    return next((reason for reason, names in _CUDA_REASONS.items() if name in names), None)
+    return _reason_of(_CUDA_REASONS, name)
 
 
 def hip_reason(name):
-    return next((reason for reason, names in _HIP_REASONS.items() if name in names), None)
+    return _reason_of(_HIP_REASONS, name)
 
 
 def errno_reason(name):
-    return next((reason for reason, names in _ERRNO_REASONS.items() if name in names), None)
+    return _reason_of(_ERRNO_REASONS, name)
 
 
 def systemd_exit(status):
