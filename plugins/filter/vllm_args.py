@@ -18,6 +18,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import serve as vllm_serve_plan
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import hazards as vllm_hazards
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import layers as vllm_layers
 from ansible_collections.llmops.vllm.plugins.module_utils.plan.rules import parse_release
 
 # Characters that need neither quotes nor escapes in an ExecStart= word
@@ -33,6 +34,14 @@ def vllm_serve_argv(settings: Mapping[str, Any]) -> list[str]:
         return vllm_serve_plan.argv(dict(settings))
     except ValueError as e:
         raise AnsibleFilterError(f"vllm_serve_argv: {e}") from e
+
+
+def vllm_args_layers(base: Mapping[str, Any], layers: Mapping[str, Any] | None) -> dict[str, Any]:
+    """vllm_server_args with its named layers merged over it (module_utils/plan/layers)."""
+    merged, problems = vllm_layers.merge(base if base is not None else {}, dict(layers or {}))
+    if problems:
+        raise AnsibleFilterError(" ".join(problems))
+    return merged
 
 
 def vllm_serve_plan_filter(settings: Mapping[str, Any], reads: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -124,6 +133,7 @@ class FilterModule:
     def filters(self):
         return {
             "vllm_serve_argv": vllm_serve_argv,
+            "vllm_args_layers": vllm_args_layers,
             "vllm_serve_plan": vllm_serve_plan_filter,
             "vllm_server_urls": vllm_server_urls,
             "vllm_runtime_hazards": vllm_runtime_hazards,

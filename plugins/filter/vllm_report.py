@@ -9,6 +9,7 @@ from typing import Any
 
 from ansible_collections.llmops.vllm.plugins.module_utils.report import fleet as fleet_report
 from ansible_collections.llmops.vllm.plugins.module_utils.report import prometheus as prometheus_targets
+from ansible_collections.llmops.vllm.plugins.module_utils.report import status as fleet_status
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import speed as vllm_bench
 
 
@@ -54,6 +55,20 @@ def vllm_prometheus_targets(hosts: list[str], hostvars: Mapping[str, Any], previ
     return prometheus_targets.entries(servers, previous if isinstance(previous, list) else None)
 
 
+def vllm_status_report(hosts: list[str], hostvars: Mapping[str, Any], doors: Any = None, deploy_report: Any = None,
+                       deploy_report_at: Any = None) -> dict[str, Any]:
+    """The fleet at a glance (module_utils/report/status): each host's vllm_server_status, where the front doors have it,
+    and the last deploy's report."""
+    found = {}
+    for host in hosts:
+        row = _facts(hostvars, host).get("vllm_server_status")
+        if isinstance(row, Mapping):
+            found[host] = dict(row)
+    status_rows = fleet_status.rows(hosts, found, dict(doors or {}), deploy_report if isinstance(deploy_report, list) else None,
+                                    deploy_report_at)
+    return {"hosts": status_rows, "table": fleet_status.table(status_rows)}
+
+
 def vllm_prometheus_problems(data: Any) -> list[str]:
     return prometheus_targets.problems(data)
 
@@ -64,4 +79,5 @@ class FilterModule:
     def filters(self):
         return {"vllm_fleet_report": vllm_fleet_report, "vllm_rollout_failed": vllm_rollout_failed,
                 "vllm_rollout_stopped_by": vllm_rollout_stopped_by, "vllm_bench_figures": vllm_bench_figures,
-                "vllm_prometheus_targets": vllm_prometheus_targets, "vllm_prometheus_problems": vllm_prometheus_problems}
+                "vllm_prometheus_targets": vllm_prometheus_targets, "vllm_prometheus_problems": vllm_prometheus_problems,
+                "vllm_status_report": vllm_status_report}

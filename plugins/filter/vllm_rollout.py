@@ -20,6 +20,11 @@ def vllm_rollout_plan(status: Any, inputs: Any, history: Any = None, checked: st
                              list(previews or []), rollout_plan.flag(check_mode))
 
 
+def vllm_removal(value: Any, group: Any) -> dict[str, Any]:
+    """Which hosts playbooks/remove.yml takes out, which stay, and what is wrong with vllm_remove_hosts."""
+    return rollout_plan.removal(value, list(group or []))
+
+
 def vllm_stage_check(status: Any, inputs: Any, check_mode: bool = False) -> bool:
     return rollout_plan.stage_check(_dict(status), _dict(inputs), rollout_plan.flag(check_mode))
 
@@ -62,4 +67,5 @@ class FilterModule:
         return {"vllm_rollout_plan": vllm_rollout_plan, "vllm_stage_check": vllm_stage_check,
                 "vllm_stage_restarts": vllm_stage_restarts, "vllm_rollout_batches": vllm_rollout_batches,
                 "vllm_server_result": vllm_server_result, "vllm_failure_message": vllm_failure_message,
-                "vllm_inputs_history": vllm_inputs_history, "vllm_inputs_env": vllm_inputs_env}
+                "vllm_inputs_history": vllm_inputs_history, "vllm_inputs_env": vllm_inputs_env,
+                "vllm_removal": vllm_removal}

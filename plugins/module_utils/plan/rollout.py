@@ -179,3 +179,25 @@ def failure_message(failure, service, venv, restored, refused, rollback_wait=Non
         tail = "Rolled back to the previous %s, but the previous server is not ready either: %s: %s." % (
             files, wait.get("reason") or "unknown", wait.get("detail") or wait.get("msg") or "")
     return head + tail
+
+
+def removal(value, group):
+    """playbooks/remove.yml's hosts: ``value`` (vllm_remove_hosts, a list or a comma-separated string) against the
+    group's hosts. Returns {'remove': [...], 'stay': [...] in the group's order, 'problems': [...]}."""
+    if isinstance(value, str):
+        names = [name.strip() for name in value.split(",") if name.strip()]
+    elif isinstance(value, (list, tuple)) and all(isinstance(name, str) for name in value):
+        names = [name.strip() for name in value if name.strip()]
+    else:
+        return {"remove": [], "stay": list(group), "problems": [
+            "vllm_remove_hosts must be a list of host names (or one string, comma-separated), got %r." % (value,)]}
+    problems = []
+    if not names:
+        problems.append("vllm_remove_hosts names no host: say which hosts leave the fleet, "
+                        "e.g. -e vllm_remove_hosts=gpu-node-3.")
+    unknown = [name for name in names if name not in group]
+    if unknown:
+        problems.append("vllm_remove_hosts names %s, not in the group vllm_servers (it has: %s)."
+                        % (", ".join(unknown), ", ".join(group) or "no host"))
+    remove = [host for host in group if host in names]
+    return {"remove": remove, "stay": [host for host in group if host not in names], "problems": problems}

@@ -12,25 +12,30 @@ from __future__ import annotations
 import difflib
 import re
 
-PREFIXES = re.compile(r"^vllm_(common|install|drafter|server|frontend|deploy|compare)_")
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.layers import LAYER
+
+PREFIXES = re.compile(r"^vllm_(common|install|drafter|server|frontend|deploy|compare|status|rollback|remove)_")
 # playbooks/deploy.yml's own settings.
 DEPLOY = ("vllm_deploy_serial", "vllm_deploy_max_fail_percentage", "vllm_deploy_report_path",
           "vllm_deploy_prometheus_targets_path", "vllm_deploy_speed_report_dir")
 # playbooks/compare.yml's own settings.
 COMPARE = ("vllm_compare_canary", "vllm_compare_configurations", "vllm_compare_concurrency", "vllm_compare_repeats",
            "vllm_compare_target_concurrency", "vllm_compare_mix", "vllm_compare_finish", "vllm_compare_dir")
+# The operations playbooks' own settings (status.yml, rollback.yml, remove.yml).
+OPERATIONS = ("vllm_status_path", "vllm_rollback_report_path", "vllm_remove_hosts")
 # Facts a role or the playbook sets for a later play, a later role or another host.
 PUBLISHED = ("vllm_deploy_failed", "vllm_deploy_not_rolled", "vllm_deploy_reached", "vllm_drafter_arriving_paths",
-             "vllm_drafter_model_sources",
+             "vllm_drafter_model_sources", "vllm_remove_plan",
              "vllm_drafter_result", "vllm_frontend_door", "vllm_install_result", "vllm_server_backend",
              "vllm_server_result", "vllm_drafter_staged_tree", "vllm_server_roll_restarts", "vllm_server_compare_key",
-             "vllm_server_bench_workload", "vllm_server_bench_result")
+             "vllm_server_bench_workload", "vllm_server_bench_result", "vllm_server_status",
+             "vllm_server_pruned")
 
 
 def known_names(argument_specs):
     """Every option name of the argument specs given (each a parsed meta/argument_specs.yml), with DEPLOY,
-    COMPARE and PUBLISHED."""
-    names = set(DEPLOY) | set(COMPARE) | set(PUBLISHED)
+    COMPARE, OPERATIONS and PUBLISHED."""
+    names = set(DEPLOY) | set(COMPARE) | set(OPERATIONS) | set(PUBLISHED)
     for spec in argument_specs:
         for entry in ((spec or {}).get("argument_specs") or {}).values():
             names.update(((entry or {}).get("options") or {}).keys())
@@ -42,7 +47,8 @@ def unknown(names, known, ignored=()):
     as a variable of an earlier release), with the closest known name when there is one."""
     out = []
     for name in sorted(set(names)):
-        if not PREFIXES.match(name) or name in known or name in ignored:
+        # A layer of vllm_server_args (module_utils/plan/layers) is read by its pattern, not by its name.
+        if not PREFIXES.match(name) or name in known or name in ignored or LAYER.match(name):
             continue
         close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
         out.append("%s is not a variable of this collection, so it would be ignored%s" % (

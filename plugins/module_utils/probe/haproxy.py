@@ -72,12 +72,22 @@ def parse_servers_state(text):
     return [dict(zip(fields, line.split())) for line in lines[lines.index(header) + 1:]]
 
 
+def _admin(row):
+    bits = int(row.get("srv_admin_state") or 0)
+    return "maint" if bits & _FORCED_MAINT else "drain" if bits & _FORCED_DRAIN else "ready"
+
+
+def servers(path, backend, run=command):
+    """Every server of the backend: {name: {admin: ready | drain | maint, up: its health check has it running}}."""
+    return {row["srv_name"]: {"admin": _admin(row), "up": row.get("srv_op_state") == "2"}
+            for row in parse_servers_state(run(path, "show servers state %s" % backend)) if row.get("srv_name")}
+
+
 def admin_state(path, backend, name, run=command):
     """What an operator set: drain, maint, or ready (HAProxy's own health checks decide UP/DOWN under ready)."""
     for row in parse_servers_state(run(path, "show servers state %s" % backend)):
         if row.get("srv_name") == name:
-            bits = int(row.get("srv_admin_state") or 0)
-            return "maint" if bits & _FORCED_MAINT else "drain" if bits & _FORCED_DRAIN else "ready"
+            return _admin(row)
     raise HaproxyError("HAProxy has no server %s/%s" % (backend, name))
 
 

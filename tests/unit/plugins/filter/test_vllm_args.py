@@ -65,7 +65,7 @@ def systemd_words(line: str) -> list[str]:
 def test_filters_are_registered():
     assert set(FilterModule().filters()) == {
         "vllm_serve_argv", "vllm_serve_plan", "vllm_server_urls", "systemd_quote", "systemd_env_file_quote", "argv_lines",
-        "vllm_liveness_probe", "vllm_runtime_hazards"}
+        "vllm_liveness_probe", "vllm_runtime_hazards", "vllm_args_layers"}
 
 
 def test_the_argv_filter_hands_over_to_the_plan_and_names_the_variable():
