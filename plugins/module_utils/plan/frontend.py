@@ -104,6 +104,7 @@ _TIMES = ("vllm_frontend_timeout", "vllm_frontend_http_request_timeout", "vllm_f
 def value_problems(values):
     """The front door's own settings against their grammar (module_utils/plan/values), by variable name."""
     checks = [(value_rules.api_key, "vllm_frontend_api_key", values.get("vllm_frontend_api_key", "")),
+              (value_rules.api_key, "vllm_frontend_api_key_previous", values.get("vllm_frontend_api_key_previous", "")),
               (value_rules.unit_name, "vllm_frontend_backend", values.get("vllm_frontend_backend", "vllm")),
               (value_rules.ip_address, "vllm_frontend_bind_address", values.get("vllm_frontend_bind_address", "0.0.0.0")),
               (value_rules.url_paths, "vllm_frontend_paths", values.get("vllm_frontend_paths", ["/health"])),

@@ -234,7 +234,8 @@ def argv_problems(settings):
 # The rule of each value that reaches a file or a command line besides the argv (roles/vllm_server/vars/main.yml
 # hands them over by variable name, as ``values``).
 _VALUE_RULES = (
-    [(value_rules.api_key, name) for name in ("vllm_server_api_key", "vllm_server_metrics_token", "vllm_server_hf_token")]
+    [(value_rules.api_key, name) for name in ("vllm_server_api_key", "vllm_server_api_key_previous",
+                                              "vllm_server_metrics_token", "vllm_server_hf_token")]
     + [(value_rules.unit_name, name) for name in ("vllm_server_service_name", "vllm_common_user", "vllm_common_group")]
     + [(value_rules.ip_address, "vllm_server_internal_address"), (value_rules.interface, "vllm_server_internal_interface"),
        (value_rules.env_names, "vllm_server_env"), (value_rules.env_values, "vllm_server_env"),
@@ -257,6 +258,10 @@ def value_problems(values):
         # The drafter role removes what it did not render there: never a directory the system or another role owns.
         checks.append((value_rules.abs_path, "vllm_common_drafter_dir", values["vllm_common_drafter_dir"], False))
     out = value_rules.problems(checks)
+    # A key being rotated out is accepted beside the current one: without a current key nothing would be checked.
+    if values.get("vllm_server_api_key_previous") and not values.get("vllm_server_api_key"):
+        out.append("vllm_server_api_key_previous is set but vllm_server_api_key is empty: a rotation replaces one key "
+                   "with another; set the new key in vllm_server_api_key.")
     private = values.get("vllm_server_private_dir")
     for name in ("vllm_server_state_dir", "vllm_server_cache_dir"):
         # The service user owns these: root's state inside one would be theirs to replace.

@@ -14,6 +14,9 @@ with no body and is what load balancers poll. ``LLMOPS_VLLM_METRICS_TOKEN``, whe
 nothing else, so Prometheus can scrape without holding the inference key. Without ``VLLM_API_KEY`` in the
 environment the middleware refuses every guarded request: a unit that lost its env file fails closed.
 
+``LLMOPS_VLLM_PREVIOUS_API_KEY``, set while the fleet's key is rotated, is accepted too: the request goes on with the
+current key in its Authorization header, so vLLM's own check (one key, from its environment) passes it as well.
+
 Pure ASGI and standard library only, so it loads in any release's venv.
 """
 
@@ -30,6 +33,7 @@ OPEN_METHODS = frozenset(["GET", "HEAD"])
 METRICS_PREFIX = "/metrics"
 API_KEY_ENV = "VLLM_API_KEY"
 METRICS_TOKEN_ENV = "LLMOPS_VLLM_METRICS_TOKEN"
+PREVIOUS_KEY_ENV = "LLMOPS_VLLM_PREVIOUS_API_KEY"
 
 _DENIED = json.dumps({"error": "Unauthorized"}).encode()
 
@@ -47,28 +51,45 @@ def bearer(headers):
     return None
 
 
-def allowed(path, method, token, api_key, metrics_token=""):
-    """Whether a request may pass: the open path, else the API key, else the metrics token on /metrics.
+def verdict(path, method, token, api_key, metrics_token="", previous_key=""):
+    """Why a request may pass: ``open`` (the open path), ``key``, ``previous`` (the key being rotated out),
+    ``metrics`` (the metrics token on /metrics), or None.
 
     Compares digests in constant time, so the time to refuse says nothing about the key."""
     if path in OPEN_PATHS and method in OPEN_METHODS:
-        return True
+        return "open"
     if token is None:
-        return False
+        return None
     offered = _digest(token)
     if api_key and hmac.compare_digest(offered, _digest(api_key)):
-        return True
-    return bool(metrics_token) and path.startswith(METRICS_PREFIX) and method in OPEN_METHODS \
-        and hmac.compare_digest(offered, _digest(metrics_token))
+        return "key"
+    if api_key and previous_key and hmac.compare_digest(offered, _digest(previous_key)):
+        return "previous"
+    if metrics_token and path.startswith(METRICS_PREFIX) and method in OPEN_METHODS \
+            and hmac.compare_digest(offered, _digest(metrics_token)):
+        return "metrics"
+    return None
+
+
+def allowed(path, method, token, api_key, metrics_token="", previous_key=""):
+    """Whether a request may pass (``verdict``)."""
+    return verdict(path, method, token, api_key, metrics_token, previous_key) is not None
+
+
+def with_key(headers, api_key):
+    """The headers with the Authorization header's token replaced by ``api_key``."""
+    return [(name, b"Bearer " + api_key.encode("latin-1")) if name.lower() == b"authorization" else (name, value)
+            for name, value in headers or ()]
 
 
 class RequireKey:
     """ASGI middleware: ``allowed()`` for every HTTP request and WebSocket handshake."""
 
-    def __init__(self, app, api_key=None, metrics_token=None):
+    def __init__(self, app, api_key=None, metrics_token=None, previous_key=None):
         self.app = app
         self.api_key = os.environ.get(API_KEY_ENV, "") if api_key is None else api_key
         self.metrics_token = os.environ.get(METRICS_TOKEN_ENV, "") if metrics_token is None else metrics_token
+        self.previous_key = os.environ.get(PREVIOUS_KEY_ENV, "") if previous_key is None else previous_key
 
     async def __call__(self, scope, receive, send):
         kind = scope.get("type")
@@ -79,7 +100,10 @@ class RequireKey:
         if root and path.startswith(root):
             path = path[len(root):] or "/"
         method = scope.get("method", "GET") if kind == "http" else "WEBSOCKET"
-        if allowed(path, method, bearer(scope.get("headers")), self.api_key, self.metrics_token):
+        passed = verdict(path, method, bearer(scope.get("headers")), self.api_key, self.metrics_token, self.previous_key)
+        if passed == "previous":
+            scope = dict(scope, headers=with_key(scope.get("headers"), self.api_key))
+        if passed:
             return await self.app(scope, receive, send)
         if kind == "websocket":
             # Closing before accepting: the server answers the handshake with 403.

@@ -105,3 +105,34 @@ def test_lifespan_passes_through():
 
     asyncio.run(auth.RequireKey(app, api_key=KEY)({"type": "lifespan"}, None, None))
     assert seen == ["lifespan"]
+
+
+def _seen_by_app(token, previous):
+    """The Authorization header vLLM's app receives, or None when the middleware refused the request."""
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append(dict(scope["headers"]).get(b"authorization"))
+        await _app(scope, receive, send)
+
+    async def send(message):
+        pass
+
+    scope = {"type": "http", "path": "/v1/models", "method": "GET",
+             "headers": [(b"host", b"x"), (b"authorization", ("Bearer %s" % token).encode())]}
+    asyncio.run(auth.RequireKey(app, api_key=KEY, metrics_token="", previous_key=previous)(scope, None, send))
+    return seen[0] if seen else None
+
+
+def test_during_a_rotation_the_previous_key_passes_as_the_current_one():
+    # vLLM's own check knows only the current key: the request reaches it carrying that one.
+    assert _seen_by_app("old-key", previous="old-key") == b"Bearer " + KEY.encode()
+    assert _seen_by_app(KEY, previous="old-key") == b"Bearer " + KEY.encode()
+    assert _seen_by_app("other", previous="old-key") is None
+    # Outside a rotation the old key is refused.
+    assert _seen_by_app("old-key", previous="") is None
+
+
+def test_a_previous_key_alone_opens_nothing():
+    assert auth.verdict("/v1/models", "GET", "old", "", previous_key="old") is None
+    assert auth.verdict("/metrics", "GET", "old", KEY, metrics_token="", previous_key="old") == "previous"

@@ -59,7 +59,7 @@ HOSTILE_PATHS = [
     "/var/log/~root",
     "",
 ]
-SECRETS = ["vllm_server_api_key", "vllm_server_metrics_token", "vllm_server_hf_token"]
+SECRETS = ["vllm_server_api_key", "vllm_server_api_key_previous", "vllm_server_metrics_token", "vllm_server_hf_token"]
 HOSTILE_SECRETS = [
     "0123456789abcdef\n",                    # a key no client can send
     "0123456789abcdef\nExecStartPre=+/bin/true",
@@ -130,6 +130,13 @@ def test_each_hostile_value_is_refused_naming_its_variable(name, value):
     assert found and all(name in problem for problem in found), found
     if name in SECRETS and isinstance(value, str) and len(value) > 5:
         assert not any(value in problem for problem in found), "the message must not echo a secret"
+
+
+def test_a_key_rotated_out_needs_a_key_to_rotate_to():
+    assert value_problems(dict(GOOD, vllm_server_api_key_previous="0ld-key-0123456789")) == []
+    assert value_problems(dict(GOOD, vllm_server_api_key="", vllm_server_api_key_previous="0ld-key-0123456789")) == [
+        "vllm_server_api_key_previous is set but vllm_server_api_key is empty: a rotation replaces one key with "
+        "another; set the new key in vllm_server_api_key."]
 
 
 def test_the_plan_refuses_them_before_it_builds_a_command():
