@@ -35,7 +35,7 @@ def _default(option) -> str:
 def render() -> str:
     lines = ["<!-- Written from roles/*/meta/argument_specs.yml by tests/lint/test_variables_doc.py "
              "(LLMOPS_WRITE_DOCS=1); do not edit by hand. -->", "", "# Variables", "",
-             "Every variable of every role, as its `meta/argument_specs.yml` declares it (also "
+             "Every variable of every role, as its `roles/<role>/meta/argument_specs.yml` declares it (also "
              "`ansible-doc -t role llmops.vllm.<role>`). Every entry point of a role (main, preflight, stage, roll, and "
              "the operations' entry points) takes the same options. A variable with one of the collection's prefixes "
              "that is not here fails the deploy's preflight, naming the closest one; `vllm_server_args_<layer>` is the "
@@ -47,8 +47,8 @@ def render() -> str:
                   "Entry points: %s." % ", ".join("`%s`" % name for name in spec), "",
                   "| variable | type | default | description |", "|---|---|---|---|"]
         for name, option in (main.get("options") or {}).items():
-            lines.append("| `%s` | %s | %s | %s |" % (name, option.get("type", "str"), _default(option),
-                                                       _text(option.get("description", ""))))
+            cells = (name, option.get("type", "str"), _default(option), _text(option.get("description", "")))
+            lines.append("| `%s` | %s | %s | %s |" % cells)
         lines.append("")
     lines += ["## The playbooks' own settings", "",
               "Read by the playbooks themselves (each playbook's header says what each does):", ""]
