@@ -232,3 +232,17 @@ def test_a_client_that_drips_its_headers_is_cut_off(tmp_path: Path):
             started = time.monotonic()
             answer = conn.recv(4096)   # HAProxy answers 408 and closes once the header timeout passes
             assert b" 408 " in answer.split(b"\r\n")[0] and time.monotonic() - started < 5
+
+
+def test_during_a_key_rotation_the_door_takes_both_keys_and_checks_with_the_old(tmp_path: Path):
+    """vllm_frontend_api_key_previous: clients may send either key; the health check sends the old one, which every
+    host accepts until the rotation ends (those not rolled yet know only it)."""
+    old = "front-door-old-key-0123456789"
+    with running_front_door(tmp_path, vllm_frontend_api_key=KEY, vllm_frontend_api_key_previous=old) as door:
+        time.sleep(0.6)
+        assert through(door, "/v1/completions", KEY) == 200
+        assert through(door, "/v1/completions", old) == 200
+        assert through(door, "/v1/completions", "wrong-key-0123456789") == 401
+        assert through(door, "/v1/completions") == 401
+        config = door["config"].read_text()
+        assert 'hdr Authorization "Bearer %s"' % old in config and 'hdr Authorization "Bearer %s"' % KEY not in config
