@@ -20,9 +20,9 @@ def vllm_rollout_plan(status: Any, inputs: Any, history: Any = None, checked: st
                              list(previews or []), rollout_plan.flag(check_mode))
 
 
-def vllm_removal(value: Any, group: Any) -> dict[str, Any]:
-    """Which hosts playbooks/remove.yml takes out, which stay, and what is wrong with vllm_remove_hosts."""
-    return rollout_plan.removal(value, list(group or []))
+def vllm_chosen_hosts(value: Any, group: Any, variable: str) -> dict[str, Any]:
+    """The hosts an operation names by ``variable``, the others, and what is wrong with the value."""
+    return rollout_plan.chosen(value, list(group or []), variable)
 
 
 def vllm_stage_check(status: Any, inputs: Any, check_mode: bool = False) -> bool:
@@ -68,4 +68,4 @@ class FilterModule:
                 "vllm_stage_restarts": vllm_stage_restarts, "vllm_rollout_batches": vllm_rollout_batches,
                 "vllm_server_result": vllm_server_result, "vllm_failure_message": vllm_failure_message,
                 "vllm_inputs_history": vllm_inputs_history, "vllm_inputs_env": vllm_inputs_env,
-                "vllm_removal": vllm_removal}
+                "vllm_chosen_hosts": vllm_chosen_hosts}

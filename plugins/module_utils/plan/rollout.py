@@ -181,23 +181,23 @@ def failure_message(failure, service, venv, restored, refused, rollback_wait=Non
     return head + tail
 
 
-def removal(value, group):
-    """playbooks/remove.yml's hosts: ``value`` (vllm_remove_hosts, a list or a comma-separated string) against the
-    group's hosts. Returns {'remove': [...], 'stay': [...] in the group's order, 'problems': [...]}."""
+def chosen(value, group, variable):
+    """The hosts an operation names (vllm_remove_hosts, vllm_rollback_hosts: a list, or a comma-separated string)
+    against the group's hosts. Returns {'chosen': [...], 'others': [...] in the group's order, 'problems': [...]}
+    naming ``variable``. (Not --limit: it would leave out the front doors and the controller's report.)"""
     if isinstance(value, str):
         names = [name.strip() for name in value.split(",") if name.strip()]
     elif isinstance(value, (list, tuple)) and all(isinstance(name, str) for name in value):
         names = [name.strip() for name in value if name.strip()]
     else:
-        return {"remove": [], "stay": list(group), "problems": [
-            "vllm_remove_hosts must be a list of host names (or one string, comma-separated), got %r." % (value,)]}
+        return {"chosen": [], "others": list(group), "problems": [
+            "%s must be a list of host names (or one string, comma-separated), got %r." % (variable, value)]}
     problems = []
     if not names:
-        problems.append("vllm_remove_hosts names no host: say which hosts leave the fleet, "
-                        "e.g. -e vllm_remove_hosts=gpu-node-3.")
+        problems.append("%s names no host: say which hosts, e.g. -e %s=gpu-node-2." % (variable, variable))
     unknown = [name for name in names if name not in group]
     if unknown:
-        problems.append("vllm_remove_hosts names %s, not in the group vllm_servers (it has: %s)."
-                        % (", ".join(unknown), ", ".join(group) or "no host"))
-    remove = [host for host in group if host in names]
-    return {"remove": remove, "stay": [host for host in group if host not in names], "problems": problems}
+        problems.append("%s names %s, not in the group vllm_servers (it has: %s)."
+                        % (variable, ", ".join(unknown), ", ".join(group) or "no host"))
+    return {"chosen": [host for host in group if host in names], "others": [host for host in group if host not in names],
+            "problems": problems}

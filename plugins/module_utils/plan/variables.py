@@ -22,10 +22,10 @@ DEPLOY = ("vllm_deploy_serial", "vllm_deploy_max_fail_percentage", "vllm_deploy_
 COMPARE = ("vllm_compare_canary", "vllm_compare_configurations", "vllm_compare_concurrency", "vllm_compare_repeats",
            "vllm_compare_target_concurrency", "vllm_compare_mix", "vllm_compare_finish", "vllm_compare_dir")
 # The operations playbooks' own settings (status.yml, rollback.yml, remove.yml).
-OPERATIONS = ("vllm_status_path", "vllm_rollback_report_path", "vllm_remove_hosts")
+OPERATIONS = ("vllm_status_path", "vllm_rollback_report_path", "vllm_rollback_hosts", "vllm_remove_hosts")
 # Facts a role or the playbook sets for a later play, a later role or another host.
 PUBLISHED = ("vllm_deploy_failed", "vllm_deploy_not_rolled", "vllm_deploy_reached", "vllm_drafter_arriving_paths",
-             "vllm_drafter_model_sources", "vllm_remove_plan",
+             "vllm_drafter_model_sources", "vllm_remove_plan", "vllm_rollback_plan",
              "vllm_drafter_result", "vllm_frontend_door", "vllm_install_result", "vllm_server_backend",
              "vllm_server_result", "vllm_drafter_staged_tree", "vllm_server_roll_restarts", "vllm_server_compare_key",
              "vllm_server_bench_workload", "vllm_server_bench_result", "vllm_server_status",

@@ -1,5 +1,5 @@
 """The operations playbooks' decisions: what a host runs (probe/status), the fleet's table (report/status), which
-venvs a prune removes (plan/prune), which hosts leave (plan/rollout.removal), and HAProxy's servers (probe/haproxy)."""
+venvs a prune removes (plan/prune), which hosts an operation names (plan/rollout.chosen), and HAProxy's servers (probe/haproxy)."""
 
 import json
 import os
@@ -102,13 +102,14 @@ def test_venvs_named_reads_a_unit():
     assert prune.venvs_named(unit, "/elsewhere/venvs") == set()
 
 
-def test_removal_names_the_variable():
-    assert rollout.removal("b", ["a", "b", "c"]) == {"remove": ["b"], "stay": ["a", "c"], "problems": []}
-    assert rollout.removal(["c", "a"], ["a", "b", "c"])["remove"] == ["a", "c"]
-    assert rollout.removal("x, b", ["a", "b"])["problems"] == [
+def test_chosen_hosts_name_the_variable():
+    assert rollout.chosen("b", ["a", "b", "c"], "vllm_remove_hosts") == {
+        "chosen": ["b"], "others": ["a", "c"], "problems": []}
+    assert rollout.chosen(["c", "a"], ["a", "b", "c"], "vllm_rollback_hosts")["chosen"] == ["a", "c"]
+    assert rollout.chosen("x, b", ["a", "b"], "vllm_remove_hosts")["problems"] == [
         "vllm_remove_hosts names x, not in the group vllm_servers (it has: a, b)."]
-    assert "names no host" in rollout.removal("", ["a"])["problems"][0]
-    assert "must be a list" in rollout.removal({"a": 1}, ["a"])["problems"][0]
+    assert "vllm_rollback_hosts names no host" in rollout.chosen("", ["a"], "vllm_rollback_hosts")["problems"][0]
+    assert "must be a list" in rollout.chosen({"a": 1}, ["a"], "vllm_remove_hosts")["problems"][0]
 
 
 def test_haproxy_servers_reads_each_state():
