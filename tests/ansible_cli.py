@@ -130,11 +130,13 @@ def start_playbook(playbook: list[dict] | str | Path, inventory: str | Path = "l
         path = workdir / "playbook.yml"
         path.write_text(playbook if isinstance(playbook, str) else yaml.safe_dump(playbook, sort_keys=False))
     cmd = [ANSIBLE_PLAYBOOK, "-i", str(inventory), "-c", "local", str(path)]
-    if extra_vars:
-        # A file keeps types (null, numbers, lists) that "-e key=value" would turn into strings.
-        vars_file = workdir / "extra-vars.json"
-        vars_file.write_text(json.dumps(extra_vars))
-        cmd += ["-e", f"@{vars_file}"]
+    # Modules run on this interpreter even where an inventory names another (inventories/example's auto_silent):
+    # an extra var beats the inventory, the environment does not.
+    extra_vars = {"ansible_python_interpreter": sys.executable, **(extra_vars or {})}
+    # A file keeps types (null, numbers, lists) that "-e key=value" would turn into strings.
+    vars_file = workdir / "extra-vars.json"
+    vars_file.write_text(json.dumps(extra_vars))
+    cmd += ["-e", f"@{vars_file}"]
     if check:
         cmd.append("--check")
     local = {"ANSIBLE_CONFIG": str(CONFIG), "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
