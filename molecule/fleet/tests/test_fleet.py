@@ -42,6 +42,10 @@ def requests(name, target):
     return [r for r in REQUESTS if r["target"] == target and p["start"] <= r["t"] < p["end"]]
 
 
+def seconds(name):
+    return int(phase(name)["end"] - phase(name)["start"])
+
+
 def row(name, host):
     return next(r for r in phase(name)["report"] if r["host"] == host)
 
@@ -65,7 +69,8 @@ def test_no_request_failed_through_the_front_door(name):
     if name == "first deploy":   # nothing served before the first host was up: from the first answer on
         first = next(i for i, r in enumerate(sent) if r["ok"])
         sent = sent[first:]
-    assert len(sent) >= 10, "too few requests to tell: %d" % len(sent)
+    # The front door is probed every second: a phase of a few seconds (status, prune) sends fewer than ten.
+    assert len(sent) >= min(10, seconds(name) - 2), "too few requests to tell: %d" % len(sent)
     failed = [r for r in sent if not r["ok"]]
     assert failed == [], "%d of %d failed: %s" % (len(failed), len(sent), failed[:5])
 
@@ -75,7 +80,7 @@ def test_no_request_failed_on_a_host_not_restarted(name):
     untouched = [h for h in HOSTS if not restarted(name, h)]
     for host in untouched:
         sent = requests(name, host)
-        assert len(sent) >= 3, (host, len(sent))
+        assert len(sent) >= min(3, seconds(name) // 4), (host, len(sent))
         failed = [r for r in sent if not r["ok"]]
         assert failed == [], "%s: %d of %d failed: %s" % (host, len(failed), len(sent), failed[:5])
 
