@@ -85,10 +85,10 @@ def servers(path, backend, run=command):
 
 def admin_state(path, backend, name, run=command):
     """What an operator set: drain, maint, or ready (HAProxy's own health checks decide UP/DOWN under ready)."""
-    for row in parse_servers_state(run(path, "show servers state %s" % backend)):
-        if row.get("srv_name") == name:
-            return _admin(row)
-    raise HaproxyError("HAProxy has no server %s/%s" % (backend, name))
+    found = servers(path, backend, run).get(name)
+    if found is None:
+        raise HaproxyError("HAProxy has no server %s/%s" % (backend, name))
+    return found["admin"]
 
 
 def set_state(path, backend, name, state, run=command):

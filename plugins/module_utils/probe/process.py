@@ -124,7 +124,7 @@ def parse_show(text):
     return props
 
 
-def _int(value, default=0):
+def as_int(value, default=0):
     try:
         return int(value)
     except (TypeError, ValueError):
@@ -170,8 +170,8 @@ class UnitWatch(object):
         props = self.show()
         if props.get("LoadState") == "not-found":
             return ProcState(False, None, None, "", 0, None, "unit %s is not found" % self.unit)
-        main = _int(props.get("MainPID"))
-        count = _int(props.get("NRestarts"))
+        main = as_int(props.get("MainPID"))
+        count = as_int(props.get("NRestarts"))
         if self.base_restarts is None:
             self.base_restarts = count
         if not self.main_pid and main:
@@ -179,7 +179,7 @@ class UnitWatch(object):
         self.pid = main or self.main_pid
         restarts = max(0, count - self.base_restarts)
         active, sub = props.get("ActiveState", ""), props.get("SubState", "")
-        started_us = _int(props.get("ExecMainStartTimestampMonotonic"))
+        started_us = as_int(props.get("ExecMainStartTimestampMonotonic"))
         started = started_us / 1e6 if started_us else None
         code, words = self._exit(props)
         note = ""
@@ -201,7 +201,7 @@ class UnitWatch(object):
         return process_tree(self.pid, self.proc) if self.pid else set()
 
     def _exit(self, props):
-        how, status = _int(props.get("ExecMainCode")), _int(props.get("ExecMainStatus"))
+        how, status = as_int(props.get("ExecMainCode")), as_int(props.get("ExecMainStatus"))
         if how == _CLD_EXITED:
             self.pre_exec = vocabulary.systemd_exit(status) if status else None
             if self.pre_exec:

@@ -14,16 +14,9 @@ import json
 import os
 import time
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import parse_show
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import as_int, parse_show
 
 PROPERTIES = ("MainPID", "ActiveState", "SubState", "NRestarts", "ExecMainStartTimestampMonotonic", "LoadState")
-
-
-def _int(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
 
 
 def _flag(argv, name):
@@ -110,15 +103,15 @@ def read(service, watchdog, state_dir, run, proc="/proc", monotonic=time.monoton
     private directory for the service (last-good/ and previous/ in it)."""
     rc, out, _err = run(["systemctl", "show", "--no-pager"] + ["-p" + p for p in PROPERTIES] + ["--", service])
     props = parse_show(out) if rc == 0 else {}
-    pid = _int(props.get("MainPID"))
-    started = _int(props.get("ExecMainStartTimestampMonotonic"))
+    pid = as_int(props.get("MainPID"))
+    started = as_int(props.get("ExecMainStartTimestampMonotonic"))
     row = {
         "service": service,
         "installed": props.get("LoadState", "") == "loaded",
         "state": props.get("ActiveState", "") or "unknown",
         "sub_state": props.get("SubState", ""),
         "pid": pid,
-        "restarts": _int(props.get("NRestarts")),
+        "restarts": as_int(props.get("NRestarts")),
         "uptime": round(monotonic() - started / 1e6, 1) if pid and started else None,
     }
     row.update(serving(read_cmdline(pid, proc) if pid else [], release))
