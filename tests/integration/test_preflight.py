@@ -77,7 +77,7 @@ def test_good_settings_pass(repo_root: Path, host: Path):
 
 def test_zero_speculative_tokens_fail(repo_root: Path, host: Path):
     run = run_preflight(repo_root, host, vllm_server_num_speculative_tokens=0)
-    assert_fails_naming(run, "vllm_server_num_speculative_tokens must be greater than 0")
+    assert_fails_naming(run, "vllm_server_num_speculative_tokens must be 1 or more, got 0")
 
 
 def test_default_token_budget_fails_with_the_numbers(repo_root: Path, host: Path):
@@ -232,4 +232,13 @@ def test_a_misspelt_variable_fails_naming_the_one_meant(repo_root: Path, host: P
 
 def test_a_newline_in_a_path_fails_before_any_change(repo_root: Path, host: Path):
     run = run_preflight(repo_root, host, vllm_server_internal_address="127.0.0.1\nExecStartPre=+/bin/true")
-    assert_fails_naming(run, "vllm_server_internal_address must be an IP address")
+    assert_fails_naming(run, "vllm_server_internal_address holds a control character, a newline")
+
+
+def test_every_setting_is_held_to_its_kind_before_any_change(repo_root: Path, host: Path):
+    # module_utils/plan/kinds through vllm_common's check of what the inventory sets: a host that would split the
+    # unit's word, a list where a name goes, a YAML true where seconds go, each named, in one failure.
+    run = run_preflight(repo_root, host, vllm_server_host="0.0.0.0 --enable-lora",
+                        vllm_server_served_model_name=["a", "b"], vllm_server_wait_timeout=True)
+    assert_fails_naming(run, "vllm_server_host must be a host name", "vllm_server_served_model_name must be",
+                        "vllm_server_wait_timeout must be a whole number")

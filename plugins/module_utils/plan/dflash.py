@@ -230,6 +230,13 @@ def path_problems(paths: Mapping[str, Any]) -> list[str]:
                 f"{RENDER_DIR_VAR} ({render}) lies inside {var} ({path}), whose config.json must stay as it is. "
                 "Choose a directory of its own."
             )
+        elif var != RENDER_DIR_VAR and _absolute(path) and _inside(path, render):
+            # The role removes what it did not render from its directory: a models directory holding the target
+            # would lose it (and every link an operator put there).
+            problems.append(
+                f"{RENDER_DIR_VAR} ({render}) holds {var} ({path}): the role removes every entry it did not render "
+                "there. Choose a directory of its own."
+            )
     return problems
 
 

@@ -14,7 +14,7 @@ import ipaddress
 import re
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import values as value_rules
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import kinds
 
 # The server lines of roles/vllm_frontend/templates/haproxy.cfg.j2: "server NAME ADDRESS:PORT check".
 _SECTION = re.compile(r"^(?:backend|frontend|defaults|global|listen)\b\s*(\S*)")
@@ -97,23 +97,9 @@ def key_id(api_key):
     return hashlib.sha256(api_key.encode("utf-8")).hexdigest()[:16] if api_key else ""
 
 
-_TIMES = ("vllm_frontend_timeout", "vllm_frontend_http_request_timeout", "vllm_frontend_check_timeout",
-          "vllm_frontend_check_interval", "vllm_frontend_check_fast_interval", "vllm_frontend_check_down_interval")
-
-
 def value_problems(values):
-    """The front door's own settings against their grammar (module_utils/plan/values), by variable name."""
-    checks = [(value_rules.api_key, "vllm_frontend_api_key", values.get("vllm_frontend_api_key", "")),
-              (value_rules.api_key, "vllm_frontend_api_key_previous", values.get("vllm_frontend_api_key_previous", "")),
-              (value_rules.unit_name, "vllm_frontend_backend", values.get("vllm_frontend_backend", "vllm")),
-              (value_rules.ip_address, "vllm_frontend_bind_address", values.get("vllm_frontend_bind_address", "0.0.0.0")),
-              (value_rules.url_paths, "vllm_frontend_paths", values.get("vllm_frontend_paths", ["/health"])),
-              (value_rules.count, "vllm_frontend_maxconn", values.get("vllm_frontend_maxconn", 1000), 1),
-              (value_rules.count, "vllm_frontend_retries", values.get("vllm_frontend_retries", 3))]
-    checks += [(value_rules.haproxy_time, name, values[name]) for name in _TIMES if name in values]
-    if values.get("vllm_frontend_tls_certificate"):
-        checks.append((value_rules.abs_path, "vllm_frontend_tls_certificate", values["vllm_frontend_tls_certificate"]))
-    return value_rules.problems(checks)
+    """The front door's own settings against their kinds (module_utils/plan/kinds), by variable name."""
+    return kinds.problems(values)
 
 
 def _key_problems(entries, api_key):
@@ -145,6 +131,11 @@ def problems(entries, door, inventory=(), mode="completion", values=None):
         if missing:
             out.append("vllm_frontend_servers: %s lacks %s; each vLLM host is listed as {name, address, port}."
                        % (entry, ", ".join(missing)))
+        elif kinds.problem("vllm_server_public_address", entry["address"]) or kinds.problem("vllm_server_port",
+                                                                                            entry["port"]):
+            # The line each entry makes in haproxy.cfg: a space or newline there would add a server or a directive.
+            out.append("vllm_frontend_servers: %s: %s" % (entry["name"], kinds.problem(
+                "vllm_server_public_address", entry["address"]) or kinds.problem("vllm_server_port", entry["port"])))
         elif _loopback(str(entry["address"])) and entry["name"] != door and entry["name"] in inventory:
             out.append("The front door %s would reach the vLLM host %s at %s, which from %s is %s itself. Set "
                        "vllm_server_public_address for %s to a name or address the front door reaches (it defaults to "

@@ -22,7 +22,7 @@ import re
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload as workloads
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import values as value_rules
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import kinds
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules as vllm_rules
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import hazards as vllm_hazards
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import memory as vllm_memory
@@ -231,33 +231,11 @@ def argv_problems(settings):
     return out
 
 
-# The rule of each value that reaches a file or a command line besides the argv (roles/vllm_server/vars/main.yml
-# hands them over by variable name, as ``values``).
-_VALUE_RULES = (
-    [(value_rules.api_key, name) for name in ("vllm_server_api_key", "vllm_server_api_key_previous",
-                                              "vllm_server_metrics_token", "vllm_server_hf_token")]
-    + [(value_rules.unit_name, name) for name in ("vllm_server_service_name", "vllm_common_user", "vllm_common_group")]
-    + [(value_rules.ip_address, "vllm_server_internal_address"), (value_rules.interface, "vllm_server_internal_interface"),
-       (value_rules.env_names, "vllm_server_env"), (value_rules.env_values, "vllm_server_env"),
-       (value_rules.env_names, "vllm_server_unset_env"), (value_rules.logrotate_size, "vllm_server_log_rotate_size")]
-    + [(value_rules.abs_path, name) for name in (
-        "vllm_server_unit_dir", "vllm_server_config_dir", "vllm_server_log_dir", "vllm_server_state_dir",
-        "vllm_server_cache_dir", "vllm_server_private_dir", "vllm_server_textfile_dir")]
-    + [(value_rules.count, name, 1) for name in ("vllm_server_log_rotate_keep", "vllm_server_log_rotate_max_age",
-                                                 "vllm_server_watchdog_interval", "vllm_server_watchdog_deadline",
-                                                 "vllm_server_watchdog_failures")]
-    + [(value_rules.count, "vllm_server_watchdog_backoff")]
-)
-
-
 def value_problems(values):
-    """What is wrong with the values that reach the unit, env file, watchdog and logrotate config, by variable."""
+    """What is wrong with the values that reach the unit, env file, watchdog and logrotate config, by variable: each
+    against its kind (module_utils/plan/kinds), then what one value says of another."""
     values = values or {}
-    checks = [(rule[0], rule[1], values[rule[1]]) + tuple(rule[2:]) for rule in _VALUE_RULES if rule[1] in values]
-    if "vllm_common_drafter_dir" in values:
-        # The drafter role removes what it did not render there: never a directory the system or another role owns.
-        checks.append((value_rules.abs_path, "vllm_common_drafter_dir", values["vllm_common_drafter_dir"], False))
-    out = value_rules.problems(checks)
+    out = kinds.problems(values)
     # A key being rotated out is accepted beside the current one: without a current key nothing would be checked.
     if values.get("vllm_server_api_key_previous") and not values.get("vllm_server_api_key"):
         out.append("vllm_server_api_key_previous is set but vllm_server_api_key is empty: a rotation replaces one key "

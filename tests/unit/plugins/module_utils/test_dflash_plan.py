@@ -353,9 +353,16 @@ def test_the_render_dir_must_lie_outside_the_model_dirs(model_var, render_dir):
     )
 
 
-@pytest.mark.parametrize("render_dir", ["/srv/models/tiny-qwen3-dflash-vllm", "/srv/models", "/opt/vllm/drafters/x"])
-def test_a_render_dir_beside_or_above_the_models_is_fine(render_dir):
+@pytest.mark.parametrize("render_dir", ["/srv/models/tiny-qwen3-dflash-vllm", "/opt/vllm/drafters/x"])
+def test_a_render_dir_beside_the_models_is_fine(render_dir):
     assert run(paths={**PATHS, "vllm_common_drafter_dir": render_dir})["problems"] == []
+
+
+@pytest.mark.parametrize("render_dir", ["/srv/models", "/srv", "/srv/models/"])
+def test_a_render_dir_holding_the_models_is_refused(render_dir):
+    # The role removes what it did not render there: the models, and an operator's links beside them, would go.
+    problems = run(paths={**PATHS, "vllm_common_drafter_dir": render_dir})["problems"]
+    assert problems and all(p.startswith("vllm_common_drafter_dir (%s) holds " % render_dir) for p in problems)
 
 
 def test_a_relative_path_is_not_also_compared():
