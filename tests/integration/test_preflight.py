@@ -207,7 +207,8 @@ def test_port_held_by_another_process_fails(repo_root: Path, host: Path):
     finally:
         listener.kill()
         listener.wait(timeout=10)
-    assert_fails_naming(run, f"vllm_server_port {port} is already in use", f"pid={listener.pid}")
+    assert_fails_naming(run, f"vllm_server_port {port} is already in use", f"held by pid {listener.pid} (")
+    assert f"(pid={listener.pid})" not in run.output, "the holder is named once"
 
 
 @pytest.mark.parametrize("old, value, new", [

@@ -359,11 +359,12 @@ def _port_problems(owner, port, service):
         return []
     if kind == "unknown":
         return ["Cannot check whether %sport %s is free: %s." % (PREFIX, port, owner.get("detail", ""))]
-    pids = owner.get("pids") or []
+    detail = owner.get("detail", "")
+    # The detail names the holders already when it can ("held by pid 4242 (python3)"): name them once.
+    pids = [pid for pid in owner.get("pids") or [] if str(pid) not in re.findall(r"[0-9]+", detail)]
     return ["%sport %s is already in use outside %s.service: %s%s. vLLM would load for a while and then die with "
             "\"OSError: [Errno 98] Address already in use\". Stop that process, or choose another %sport."
-            % (PREFIX, port, service, owner.get("detail", ""), " (pid=%s)" % ", pid=".join(map(str, pids)) if pids else "",
-               PREFIX)]
+            % (PREFIX, port, service, detail, " (pid=%s)" % ", pid=".join(map(str, pids)) if pids else "", PREFIX)]
 
 
 def bench_problems(settings, text):

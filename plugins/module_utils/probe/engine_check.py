@@ -104,8 +104,16 @@ def interpret(rc, output, seconds, timeout=None):
                          "with HF_HUB_OFFLINE unset?)")
         return base
     watch = classify_lines(lines)
-    reason, detail, hint, evidence = watch.explain("process_exited" if rc < 0 else "config_error")
-    if evidence is None:
+    # A check that ends without its verdict line and with no error in its output did not run to its end: a
+    # signal, or the host rebooting under it (systemd-run then reports 0). That says nothing of the settings.
+    unfinished = rc == 0 or rc < 0
+    reason, detail, hint, evidence = watch.explain("process_exited" if unfinished else "config_error")
+    if evidence is None and unfinished:
+        last = [line for line in lines if line.strip()]
+        detail = ("vLLM's check did not run to its end (exit %s, no verdict%s): the host restarted or the check was "
+                  "stopped, which says nothing of the settings" % (rc, "; last line: " + last[-1].strip() if last else ""))
+        hint = "run the deploy again once the host is up; the running server was left as it was"
+    elif evidence is None:
         last = [line for line in lines if line.strip()]
         detail = "vLLM's check exited with %s%s" % (rc, ": " + last[-1].strip() if last else " and printed nothing")
     base.update(status="refused", reason=reason, detail=detail, hint=hint,

@@ -10,10 +10,13 @@ backend is down), ``timeout``, ``unreachable``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import re
+import signal
 import socket
+import threading
 from collections import namedtuple
 
 from http.client import BadStatusLine, HTTPException, IncompleteRead
@@ -80,7 +83,42 @@ def post_json(url, body, timeout, headers=None, max_body=MAX_BODY):
     return _send(Request(local_url(url), data=json.dumps(body).encode(), headers=headers), timeout, max_body)
 
 
+class _Expired(Exception):
+    """The wall-clock deadline of one request passed."""
+
+
+@contextlib.contextmanager
+def _wall_clock(seconds):
+    """Raise _Expired in the block once ``seconds`` have passed. A socket's timeout bounds each read, not the
+    request: a server that drips its headers a byte at a time would hold a probe for ever. Signals reach the main
+    thread only; elsewhere the socket timeouts alone bound it."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer") \
+            or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+        yield
+        return
+
+    def expire(_signum, _frame):
+        raise _Expired()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(float(seconds), 0.01))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _send(request, timeout, max_body):
+    """The request, all of it (connect, headers, body) within ``timeout`` seconds of wall-clock time."""
+    try:
+        with _wall_clock(timeout):
+            return _exchange(request, timeout, max_body)
+    except _Expired:
+        return ProbeResult(None, TIMEOUT, None)
+
+
+def _exchange(request, timeout, max_body):
     try:
         resp = _OPENER.open(request, timeout=timeout)
         try:

@@ -29,14 +29,39 @@ class ModelFilesError(Exception):
     """A model directory or file that cannot be read as declared."""
 
 
+# A config.json or weights index is kilobytes; hub checkpoints' largest indexes are a few megabytes.
+MAX_JSON_BYTES = 64 * 1024 * 1024
+
+
+def _parse_json(raw, what, path):
+    """``raw`` parsed; a ModelFilesError, never a RecursionError, for JSON nested past the parser's stack."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ModelFilesError("%s %s is nested too deep to be a model's file" % (what, path))
+    except ValueError as exc:
+        raise ModelFilesError("%s %s is not valid JSON: %s" % (what, path, exc))
+
+
 def _load_json(path, what):
     try:
         with open(path, "rb") as handle:
-            return json.loads(handle.read().decode("utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+            raw = handle.read(MAX_JSON_BYTES + 1)
+    except OSError as exc:
         raise ModelFilesError("cannot read %s %s: %s" % (what, path, exc))
-    except ValueError as exc:
-        raise ModelFilesError("%s %s is not valid JSON: %s" % (what, path, exc))
+    if len(raw) > MAX_JSON_BYTES:
+        raise ModelFilesError("%s %s is larger than %d MiB: not a model's file" % (what, path, MAX_JSON_BYTES >> 20))
+    return _parse_json(raw, what, path)
+
+
+def _inside(model_dir, name):
+    """Whether the file ``name`` of an index lies inside ``model_dir``: a relative path without .. components, whose
+    real path (links followed, as a hub cache's are) stays under the directory's. A shard named /etc/shadow, or
+    ../../etc/shadow, is never opened."""
+    if not name or os.path.isabs(name) or ".." in name.replace("\\", "/").split("/") or "\x00" in name:
+        return False
+    base = os.path.realpath(model_dir)
+    return os.path.commonpath([base, os.path.realpath(os.path.join(model_dir, name))]) == base
 
 
 def check_model_dir(model_dir):
@@ -93,6 +118,10 @@ def weight_files(model_dir):
         if not isinstance(weight_map, dict) or not weight_map:
             raise ModelFilesError("weights index %s has no weight_map" % index_path)
         shards = sorted(set(str(name) for name in weight_map.values()))
+        outside = [name for name in shards if not _inside(model_dir, name)]
+        if outside:
+            raise ModelFilesError("weights index %s names %d shard(s) outside the model directory (%s); only files "
+                                  "inside it are read" % (index_path, len(outside), ", ".join(map(repr, outside[:3]))))
         missing = [name for name in shards if not os.path.isfile(os.path.join(model_dir, name))]
         if missing:
             raise ModelFilesError("weights index %s names missing shards: %s" % (index_path, ", ".join(missing)))
@@ -126,10 +155,7 @@ def read_safetensors_header(path, max_header_bytes=MAX_HEADER_BYTES):
             raw = handle.read(header_length)
     except OSError as exc:
         raise ModelFilesError("cannot read safetensors file %s: %s" % (path, exc))
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ModelFilesError("safetensors header of %s is not valid JSON: %s" % (path, exc))
+    header = _parse_json(raw, "safetensors header of", path)
     if not isinstance(header, dict):
         raise ModelFilesError("safetensors header of %s is not a JSON object" % path)
     return dict((name, _tensor_entry(path, name, entry)) for name, entry in header.items() if name != "__metadata__")

@@ -6,8 +6,9 @@
 front door's health check is rendered from too (module_utils/probe/liveness): both take a hung engine for dead.
 After ``--failures`` failed probes in a row the engine is killed (SIGKILL to the unit's processes: a hung engine
 cannot drain) and systemd's Restart= starts it again; why is written to the journal (this unit's output). It
-never acts on a server still starting (no probe has succeeded since its MainPID started: vllm_wait decides that
-start), on one a deploy is rolling (its lock file, younger than ``--lock-max-age``), or on a unit that is not
+never acts on a server still starting (no probe has succeeded since its MainPID started and /health does not
+answer 200 yet: vllm_wait decides that start; vLLM answers /health only once its engine has loaded, so a failed
+completion while /health answers is a hang, not a load), on one a deploy is rolling (its lock file, younger than ``--lock-max-age``), or on a unit that is not
 active (systemd's Restart= and start limit decide that).
 
 Each run also writes the host's state as a node_exporter textfile (atomically): up, restarts by cause, the last
@@ -81,6 +82,22 @@ def probe(url, path, body, deadline, api_key=""):
         signal.signal(signal.SIGALRM, previous)
 
 
+def loaded(url, deadline):
+    """Whether /health answers 200 within ``deadline`` seconds: vLLM's API server answers it once the engine has
+    loaded (and goes on answering while the engine hangs)."""
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, max(deadline, 0.01))
+    try:
+        request = urllib.request.Request(url.rstrip("/") + "/health")
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=deadline) as answer:
+            return answer.status == 200
+    except (_Deadline, OSError, ValueError, http.client.HTTPException):
+        return False
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 # The longest a failed unit waits for its next start from the watchdog, however often it failed before.
 BACKOFF_CAP = 3600
 
@@ -129,12 +146,18 @@ def decide(state, unit, lock_age, failures_allowed, lock_max_age, result=None, n
         return state, None
     if result is None:
         return state, "probe"
-    ok, seconds, why = result
+    ok, seconds, why = result[:3]
+    # The probe's fourth figure, when given: whether /health answered 200 after a failed completion.
+    health = result[3] if len(result) > 3 else False
     state["latency"] = round(seconds, 3)
     if ok:
         state.update(up=True, started=True, failures=0, backoff_in_a_row=0, note="")
         return state, None
     state["up"] = False
+    if not state.get("started") and health:
+        # Loaded (vLLM answers /health only then) and no completion: a hang soon after a start, which a bound
+        # on "starting" must not hide; the failures count from here.
+        state["started"] = True
     if not state.get("started"):
         state["note"] = "starting: no probe has succeeded since pid %d started (%s)" % (unit["pid"], why)
         return state, None
@@ -249,9 +272,10 @@ def main(argv=None):
         unit = unit_state(args.unit)
         state, action = decide(saved, unit, lock_age, args.failures, args.lock_max_age, backoff=args.backoff)
         if action == "probe":
-            state, action = decide(state, unit, lock_age, args.failures, args.lock_max_age,
-                                   probe(args.url, args.path, args.body, args.deadline, os.environ.get("VLLM_API_KEY", "")),
-                                   backoff=args.backoff)
+            result = probe(args.url, args.path, args.body, args.deadline, os.environ.get("VLLM_API_KEY", ""))
+            if not result[0] and not state.get("started"):
+                result = result + (loaded(args.url, args.deadline),)
+            state, action = decide(state, unit, lock_age, args.failures, args.lock_max_age, result, backoff=args.backoff)
     except Exception as e:   # a watchdog that cannot decide says so in the metrics, and acts on nothing
         state, action = dict(saved, up=False, note="cannot decide: %s: %s" % (type(e).__name__, e)), None
         unit = {"pid": 0}

@@ -46,6 +46,23 @@ def test_a_server_still_starting_is_never_acted_on():
     assert not state["started"] and state["note"].startswith("starting")
 
 
+def test_a_hang_right_after_loading_is_killed_though_no_probe_ever_succeeded():
+    # SIGSTOP of the engine seconds after a start: /health answers 200 (the engine has loaded), completions time out.
+    hung = FAILED + (True,)
+    state, actions = {}, []
+    for dummy in range(3):
+        state, action = run(state, result=hung)
+        actions.append(action)
+    assert actions == [None, None, "kill"] and state["watchdog_restarts"] == 1
+
+
+def test_the_health_route_is_read_as_loaded(http_stub):
+    from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
+    http_stub.routes["/health"] = Route(body="")
+    assert watchdog.loaded(http_stub.url, 2.0) is True
+    assert watchdog.loaded("http://127.0.0.1:9", 2.0) is False
+
+
 def test_a_hung_engine_is_killed_after_the_allowed_failures_in_a_row():
     state = state_after({}, result=OK)
     actions = []

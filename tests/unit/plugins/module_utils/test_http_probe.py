@@ -115,3 +115,36 @@ def test_prometheus_parsing():
     assert http_probe.metric_total(METRICS, "vllm:spec_decode_num_accepted_tokens_per_pos_total") == 7.0
     assert http_probe.metric_total(samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total", position="1") == 2.0
     assert http_probe.metric_total(METRICS, "vllm:absent_total") == 0.0
+
+
+def test_a_server_that_drips_its_headers_is_cut_at_the_deadline():
+    """Each byte comes within the socket timeout, so only a wall-clock deadline ends the request."""
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    stop = threading.Event()
+
+    def drip():
+        conn, _addr = listener.accept()
+        with conn:
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 200:
+                if stop.is_set():
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.1)
+
+    worker = threading.Thread(target=drip, daemon=True)
+    worker.start()
+    started = time.monotonic()
+    result = http_probe.get("http://127.0.0.1:%d/health" % listener.getsockname()[1], timeout=1)
+    took = time.monotonic() - started
+    stop.set()
+    listener.close()
+    assert result.error == http_probe.TIMEOUT and result.status is None
+    assert took < 3, "the probe ran %.1f s past a 1 s deadline" % took

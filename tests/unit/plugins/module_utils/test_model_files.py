@@ -214,3 +214,20 @@ def test_describe_without_weights_does_not_open_them(model_dir):
     assert (info["weight_files"], info["tensors"], info["missing_tensors"]) == ([], {}, [])
     with pytest.raises(ModelFilesError, match="truncated"):
         describe_model(str(model_dir), ["fc.weight"])
+
+
+def test_json_nested_past_the_parser_s_stack_is_a_clear_error(tmp_path):
+    (tmp_path / "config.json").write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(ModelFilesError, match="nested too deep"):
+        read_config(str(tmp_path))
+
+
+@pytest.mark.parametrize("shard", ["/etc/shadow", "../outside.safetensors", "sub/../../outside.safetensors", "link/x"])
+def test_an_index_naming_a_shard_outside_the_model_directory_is_never_opened(tmp_path, shard):
+    model = tmp_path / "model"
+    model.mkdir()
+    (tmp_path / "outside.safetensors").write_bytes(b"\x08" + b"\x00" * 7 + b"{}      ")
+    (model / "link").symlink_to(tmp_path)
+    (model / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": shard}}))
+    with pytest.raises(ModelFilesError, match="outside the model directory"):
+        weight_files(str(model))

@@ -33,7 +33,17 @@ def test_an_argparse_error_and_a_silent_exit():
     assert (result["reason"], result["detail"]) == ("config_error", "unrecognized arguments: --no-such-flag")
     result = interpret(-11, "", 1.0)
     assert (result["status"], result["reason"]) == ("refused", "process_exited")
-    assert "exited with -11 and printed nothing" in result["detail"]
+    assert "did not run to its end (exit -11, no verdict)" in result["detail"]
+    result = interpret(3, "", 1.0)
+    assert (result["reason"], result["detail"]) == ("config_error", "vLLM's check exited with 3 and printed nothing")
+
+
+def test_a_check_the_host_rebooted_under_is_no_verdict_on_the_settings():
+    # systemd-run reports 0 when the host goes down under the check: no verdict line, no error printed.
+    result = interpret(0, "INFO Loading the model\n", 40.0)
+    assert (result["status"], result["reason"]) == ("refused", "process_exited")
+    assert "says nothing of the settings" in result["detail"] and "fix the setting" not in result["hint"]
+    assert "run the deploy again" in result["hint"]
 
 
 def test_a_check_that_hangs_is_a_timeout_and_nothing_to_check_with_is_no_failure():

@@ -184,6 +184,9 @@ def test_a_model_without_config_json_is_named():
 @pytest.mark.parametrize("owner, named", [
     ({"kind": "other", "detail": "nginx", "pids": [42]}, "vllm_server_port 8000 is already in use outside vllm.service: nginx (pid=42)"),
     ({"kind": "unknown", "detail": "ss is missing"}, "Cannot check whether vllm_server_port 8000 is free: ss is missing."),
+    ({"kind": "foreign", "detail": "port 8000 is held by pid 42 (nginx), not by the watched process", "pids": [42]},
+     "vllm_server_port 8000 is already in use outside vllm.service: port 8000 is held by pid 42 (nginx), not by the "
+     "watched process. vLLM"),
 ])
 def test_a_port_held_by_another_process_is_named(owner, named):
     found = plan(settings(), dict(TWO_GPUS, port_owner=owner))["problems"]
