@@ -46,6 +46,11 @@ options:
   checked_path:
     description: A file holding the digest vLLM's config check last passed, returned as RV(checked).
     type: path
+  confirmed_path:
+    description:
+      - The copy of the inputs' env file kept for the last start that passed every check after it (wait, smoke run,
+        speed gate) and went back to traffic; its digest is returned as RV(confirmed).
+    type: path
   present:
     description: Paths whose presence the task reports in RV(absent) (not followed, so a dangling link is present).
     type: list
@@ -104,6 +109,10 @@ checked:
   description: The content of O(checked_path), stripped; empty without it.
   returned: always
   type: str
+confirmed:
+  description: The digest of the last start that passed its checks (O(confirmed_path)); empty without it.
+  returned: always
+  type: str
 staged_digest:
   description: The digest the host will have once the roll has installed O(staged_trees); RV(digest) without them.
   returned: always
@@ -121,7 +130,7 @@ import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe.inputs import identity, running_digest
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.inputs import env_file_digest, identity, running_digest
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import SYSTEMCTL_ENV, unit_main_pid
 
 
@@ -133,6 +142,7 @@ def main():
             user=dict(type="str", default=""),
             history_path=dict(type="path"),
             checked_path=dict(type="path"),
+            confirmed_path=dict(type="path"),
             staged_trees=dict(type="dict", default={}),
             present=dict(type="list", elements="path", default=[]),
         ),
@@ -170,7 +180,8 @@ def main():
         history = {}
     module.exit_json(changed=False, digest=found["digest"], parts=found["parts"], running_pid=pid,
                      running_digest=running_digest(pid, read=read_as_user if p["user"] else None) or "", history=history if isinstance(history, dict) else {},
-                     checked=_read(p["checked_path"]).strip(), staged_digest=staged["digest"],
+                     checked=_read(p["checked_path"]).strip(), confirmed=env_file_digest(_read(p["confirmed_path"])),
+                     staged_digest=staged["digest"],
                      absent=[path for path in p["present"] if not os.path.lexists(path)])
 
 

@@ -6,6 +6,11 @@ the result record, and what a failed start says.
 A restart has three reasons only, all read on the host (module_utils/probe/inputs): the running process was
 started with other inputs than those the host holds now, it is not running, or it failed. None of them depends on
 what an earlier step of the same run did, so a run killed anywhere leaves a reason the next run finds.
+
+The checks after a start (the wait, the smoke run, the speed gate, the return to traffic, the last-good record) are
+part of what should run: a server whose inputs are not those of the last start that passed them (the last-good
+record's digest) gets them again, without a restart, and is rolled back if it fails them. A run killed between the
+start and the record leaves that reason too.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from __future__ import annotations
 PARTS = ("unit", "env file", "drafter or model files", "virtualenv")
 # systemd states in which the unit's process serves or is about to (a reload keeps the process).
 RUNNING = ("active", "reloading")
+# Why a server that needs no restart goes through the checks after a start.
+UNCHECKED = "its checks after the start did not finish (a run stopped between its start and its last-good record)"
 
 
 def failed_reason(status, failed_why=None):
@@ -73,15 +80,25 @@ def restart_reasons(status, inputs, history=None, failed_why=None, previews=()):
     return unique
 
 
+def unchecked(status, inputs):
+    """The unit runs a process started with the host's inputs, and no start of those inputs passed its checks."""
+    inputs = inputs or {}
+    return _serves(status, inputs.get("running_digest"), inputs) and inputs.get("running_digest") != inputs.get(
+        "confirmed", inputs.get("running_digest"))
+
+
 def plan(status, inputs, history=None, checked="", failed_why=None, previews=(), check_mode=False):
-    """The roll's decision: {'restart': bool, 'reasons': [...], 'check': bool}.
+    """The roll's decision: {'restart': bool, 'reasons': [...], 'check': bool, 'checks': bool}.
 
     check: run vLLM's config check before the start, unless the same inputs were checked already (staging records
-    the digest it checked). Check mode always checks, with the venv that is there."""
+    the digest it checked). Check mode always checks, with the venv that is there. checks: run the checks after a
+    start (a restart, or a server that never passed them: UNCHECKED)."""
     reasons = restart_reasons(status, inputs, history, failed_why, previews)
     digest = (inputs or {}).get("digest") or ""
-    return {"restart": bool(reasons), "reasons": reasons,
-            "check": bool(reasons) and (check_mode or not digest or digest != (checked or "").strip())}
+    due = not reasons and unchecked(status, inputs)
+    return {"restart": bool(reasons), "reasons": reasons or ([UNCHECKED] if due else []),
+            "check": bool(reasons) and (check_mode or not digest or digest != (checked or "").strip()),
+            "checks": bool(reasons) or due}
 
 
 def _serves(status, digest, inputs):
@@ -98,10 +115,12 @@ def stage_check(status, inputs, check_mode=False):
 
 
 def stage_restarts(status, inputs, check_mode=False):
-    """Whether the roll will start this host's server again, as staging can tell: the host's identity once the roll
-    has installed what staging left (staged_digest) against the running server's. Check mode starts nothing."""
+    """Whether the roll will start this host's server again, or take it through the checks after a start, as
+    staging can tell: the host's identity once the roll has installed what staging left (staged_digest) against
+    the running server's. Such hosts roll in batches, never all at once. Check mode starts nothing."""
     inputs = inputs or {}
-    return not check_mode and not _serves(status, inputs.get("staged_digest") or inputs.get("digest"), inputs)
+    staged = inputs.get("staged_digest") or inputs.get("digest")
+    return not check_mode and (not _serves(status, staged, inputs) or unchecked(status, inputs))
 
 
 def batches(hosts, restarts):

@@ -162,6 +162,14 @@ def env_file(digest):
     return "%s=%s\n" % (ENV_NAME, digest)
 
 
+def env_file_digest(text):
+    """The digest an env_file() text hands over; '' for anything else."""
+    for line in (text or "").splitlines():
+        if line.startswith(ENV_NAME + "="):
+            return line[len(ENV_NAME) + 1:].strip()
+    return ""
+
+
 def remember(history, current, keep=8):
     """The history of identities ({digest: parts}) with current added last, the oldest beyond keep dropped."""
     entries = [(digest, parts) for digest, parts in (history or {}).items() if digest != current["digest"]]

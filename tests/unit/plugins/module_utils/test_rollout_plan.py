@@ -55,15 +55,30 @@ def test_check_mode_previews_come_first_and_are_not_repeated():
 
 
 @pytest.mark.parametrize("found, checked, check_mode, decision", [
-    (inputs(), "", False, {"restart": False, "reasons": [], "check": False}),
+    (inputs(), "", False, {"restart": False, "reasons": [], "check": False, "checks": False}),
     # Staging checked these very inputs: no second check before the start.
-    (inputs(digest="D2", unit="u2"), "D2\n", False, {"restart": True, "reasons": ["unit changed"], "check": False}),
+    (inputs(digest="D2", unit="u2"), "D2\n", False, {"restart": True, "reasons": ["unit changed"], "check": False, "checks": True}),
     # The drafter config changed after staging's check: check again.
-    (inputs(digest="D3", unit="u2"), "D2", False, {"restart": True, "reasons": ["unit changed"], "check": True}),
-    (inputs(digest="D2", unit="u2"), "D2", True, {"restart": True, "reasons": ["unit changed"], "check": True}),
+    (inputs(digest="D3", unit="u2"), "D2", False, {"restart": True, "reasons": ["unit changed"], "check": True, "checks": True}),
+    (inputs(digest="D2", unit="u2"), "D2", True, {"restart": True, "reasons": ["unit changed"], "check": True, "checks": True}),
 ])
 def test_plan(found, checked, check_mode, decision):
     assert rollout_plan.plan(ACTIVE, found, HISTORY, checked, check_mode=check_mode) == decision
+
+
+def test_a_server_no_start_of_whose_inputs_passed_its_checks_is_checked_again_without_a_restart():
+    # A run stopped between the start and the last-good record: the server runs the host's inputs, and the last
+    # start that passed its checks had others (or there is none).
+    for confirmed in ("D0", ""):
+        decision = rollout_plan.plan(ACTIVE, dict(inputs(), confirmed=confirmed), HISTORY, "D1")
+        assert decision == {"restart": False, "reasons": [rollout_plan.UNCHECKED], "check": False, "checks": True}
+        # It rolls in a batch, never with the hosts confirmed all at once.
+        assert rollout_plan.stage_restarts(ACTIVE, dict(inputs(), staged_digest="D1", confirmed=confirmed)) is True
+    assert rollout_plan.plan(ACTIVE, dict(inputs(), confirmed="D1"), HISTORY, "D1")["checks"] is False
+    assert rollout_plan.stage_restarts(ACTIVE, dict(inputs(), staged_digest="D1", confirmed="D1")) is False
+    # A restart takes the checks anyway, with its own reasons.
+    decision = rollout_plan.plan(ACTIVE, dict(inputs(digest="D2", unit="u2"), confirmed="D0"), HISTORY, "D2")
+    assert decision["reasons"] == ["unit changed"] and decision["checks"]
 
 
 @pytest.mark.parametrize("status, found, check_mode, check", [
