@@ -14,6 +14,7 @@ import json
 import os
 import time
 
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import safe_files
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import as_int, parse_show
 
 PROPERTIES = ("MainPID", "ActiveState", "SubState", "NRestarts", "ExecMainStartTimestampMonotonic", "LoadState")
@@ -97,6 +98,21 @@ def kept(directory, exists=os.path.exists, mtime=os.path.getmtime):
     return mtime(path) if exists(path) else None
 
 
+def liveness(path, pid):
+    """What the watchdog's last probe (a 1-token completion) found of the server with MainPID ``pid``: 'answers',
+    'no answer: <why>' (a server whose /health answers and whose engine does not shows here and nowhere else), or ''
+    when the watchdog has no record of that process. Its state file is root's, read without following a link."""
+    try:
+        state = json.loads(safe_files.read_regular(path, 65536).decode("utf-8"))
+    except (OSError, ValueError, safe_files.UnsafePath):
+        return ""
+    if not isinstance(state, dict) or not pid or state.get("pid") != pid or "up" not in state:
+        return ""
+    if state.get("up"):
+        return "answers"
+    return "no answer: %s" % (state.get("note") or "the last probe failed")
+
+
 def read(service, watchdog, state_dir, run, proc="/proc", monotonic=time.monotonic, release=venv_release,
          exists=os.path.exists, mtime=os.path.getmtime):
     """One host's row. ``run(argv) -> (rc, stdout, stderr)`` runs systemctl; ``state_dir`` is the server role's
@@ -117,6 +133,7 @@ def read(service, watchdog, state_dir, run, proc="/proc", monotonic=time.monoton
     row.update(serving(read_cmdline(pid, proc) if pid else [], release))
     wrc, wout, _werr = run(["systemctl", "show", "--no-pager", "-pActiveState", "--value", "--", watchdog])
     row["watchdog"] = (wout or "").strip() if wrc == 0 else "unknown"
+    row["liveness"] = liveness(os.path.join(state_dir, "watchdog.json"), pid)
     row["last_good_at"] = kept(os.path.join(state_dir, "last-good"), exists, mtime)
     row["rollback_target_at"] = kept(os.path.join(state_dir, "previous"), exists, mtime)
     return row

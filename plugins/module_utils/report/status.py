@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 
 COLUMNS = (("host", "host"), ("state", "state"), ("version", "vllm"), ("model", "model"), ("speculation", "speculation"),
-           ("pid", "pid"), ("uptime", "up"), ("restarts", "restarts"), ("watchdog", "watchdog"),
+           ("pid", "pid"), ("uptime", "up"), ("restarts", "restarts"), ("watchdog", "watchdog"), ("liveness", "answers"),
            ("front_door", "front door"), ("last_deploy", "last deploy"), ("rollback", "rollback to"))
 
 
@@ -77,6 +77,7 @@ def rows(hosts, found, doors=None, deploy_report=None, deploy_report_at=None):
             "uptime_seconds": row.get("uptime"),
             "restarts": row.get("restarts"),
             "watchdog": row.get("watchdog", ""),
+            "liveness": row.get("liveness", ""),
             "front_door": door_state(host, doors or {}),
             "last_deploy_status": (report or {}).get("status", ""),
             "last_deploy_reason": (report or {}).get("reason", ""),

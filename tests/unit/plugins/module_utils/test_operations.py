@@ -53,6 +53,24 @@ def test_read_takes_systemd_and_proc(tmp_path):
     assert (row["state"], row["pid"], row["restarts"], row["uptime"], row["watchdog"]) == ("active", 4242, 2, 150.0, "active")
     assert row["last_good_at"] is None and row["rollback_target_at"] == 1700000000
     assert row["version"] == "0.32.0"
+    assert row["liveness"] == ""   # no watchdog record
+
+
+@pytest.mark.parametrize("record, shown", [
+    ({"pid": 4242, "up": True, "note": ""}, "answers"),
+    # /health answers and the engine does not: the watchdog's note is the only place that shows it.
+    ({"pid": 4242, "up": False, "note": "probe failed 2 time(s) in a row: timeout after 10 s"},
+     "no answer: probe failed 2 time(s) in a row: timeout after 10 s"),
+    ({"pid": 99, "up": True}, ""),   # a record of another process
+    ("not json", ""),
+])
+def test_the_watchdog_s_last_probe_is_read_for_the_running_process(tmp_path, record, shown):
+    path = tmp_path / "watchdog.json"
+    path.write_text(record if isinstance(record, str) else json.dumps(record))
+    assert host_status.liveness(str(path), 4242) == shown
+    link = tmp_path / "link.json"
+    link.symlink_to(path)
+    assert host_status.liveness(str(link), 4242) == ""
 
 
 def test_the_table_names_each_host_also_one_that_did_not_answer():
