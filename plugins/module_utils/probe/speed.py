@@ -34,8 +34,12 @@ GENERATION_TOKENS_BUCKET = "vllm:request_generation_tokens_bucket"
 PERCENTILES = (50, 99)
 
 # Below this mean acceptance length the drafter is accepted less than once in ten drafts: not a slow drafter but
-# one that does not match its target. The causes users reported publicly.
+# one that does not match its target. The causes users reported publicly. With DFlash and no acceptance gate set it
+# is the gate (a drafter built for another target with the same shapes measured 1.07 and deployed silently).
 MISCONFIGURED_BELOW = 1.1
+# The speculative methods whose drafter is trained for its target, so that acceptance this low means a wrong drafter
+# (n-gram's acceptance depends on the traffic alone).
+FLOOR_METHODS = ("dflash",)
 MISCONFIGURED_CAUSES = (
     "target_layer_ids that do not match the target (vLLM before 0.22 reads them one layer off)",
     "a drafter trained for another target",
@@ -172,7 +176,9 @@ def evaluate(runs, gates):
     """The gates' verdict on the measured runs.
 
     ``runs``: measure()'s, concurrency 1 first. ``gates``: the options
-    min_decode_tokens_per_second, min_acceptance_length, baseline_tokens_per_second, min_speedup (None: not set).
+    min_decode_tokens_per_second, min_acceptance_length, baseline_tokens_per_second, min_speedup (None: not set; a
+    min_acceptance_length of 0 is off), and speculative_method: for one of FLOOR_METHODS an unset
+    min_acceptance_length is MISCONFIGURED_BELOW.
     Returns {passed, reason, msg, notes, speedup}: reason ``too_slow`` or ``low_acceptance`` when a gate failed.
     """
     single = next((run for run in runs if run["concurrency"] == 1), runs[0])
@@ -203,8 +209,11 @@ def evaluate(runs, gates):
 
     spec = single["speculative"]
     wanted_length = gates.get("min_acceptance_length")
+    floor = wanted_length is None and gates.get("speculative_method") in FLOOR_METHODS
+    if floor:
+        wanted_length = MISCONFIGURED_BELOW
     if spec is None:
-        if wanted_length is not None:
+        if wanted_length is not None and not floor:
             notes.append("min_acceptance_length cannot apply: the server exports no speculative-decoding counters "
                          "(speculative decoding is off, or stats logging is: --disable-log-stats)")
     elif spec["acceptance_length"] is None:
@@ -215,8 +224,11 @@ def evaluate(runs, gates):
                          "rather than a slow one. Likely causes: %s" % "; ".join(MISCONFIGURED_CAUSES)
                          if length < MISCONFIGURED_BELOW else "")
         if wanted_length is not None and length < wanted_length:
-            failures.append("mean acceptance length %.2f is below min_acceptance_length %s%s"
-                            % (length, wanted_length, ": " + misconfigured if misconfigured else ""))
+            gate = ("the default floor %s for a %s drafter (vllm_server_gate_min_acceptance_length unset; 0 turns it "
+                    "off)" % (wanted_length, gates.get("speculative_method")) if floor
+                    else "min_acceptance_length %s" % wanted_length)
+            failures.append("mean acceptance length %.2f is below %s%s"
+                            % (length, gate, ": " + misconfigured if misconfigured else ""))
             reason = reason or "low_acceptance"
         elif misconfigured:
             # Without an acceptance gate it is said, not failed: the deploy asked for no acceptance.

