@@ -303,15 +303,31 @@ def _choose_layer_ids(explicit, checkpoint_ids, id_count, layers, vllm_version, 
         return None, None, f"{LAYER_IDS_VAR}: {e}"
 
 
-def _rendered_problems(fields, target, origin, fc_width, fc_tensor, target_var, checkpoint_var):
-    """What vLLM would refuse in the config it will get, overrides included."""
+def _overridden(overrides: Any, *keys: str) -> str | None:
+    """The overrides variable's key that set the first of ``keys`` present in it (top level or dflash_config), or
+    None when the checkpoint's own config did: a value an override set is the override's to fix."""
+    overrides = overrides if isinstance(overrides, Mapping) else {}
+    nested = overrides.get("dflash_config") if isinstance(overrides.get("dflash_config"), Mapping) else {}
+    for key in keys:
+        if key in overrides:
+            return f"{OVERRIDES_VAR}.{key}"
+        if key in nested:
+            return f"{OVERRIDES_VAR}.dflash_config.{key}"
+    return None
+
+
+def _rendered_problems(fields, target, origin, fc_width, fc_tensor, target_var, checkpoint_var, overrides=None):
+    """What vLLM would refuse in the config it will get, overrides included; each named after where its value came
+    from, the checkpoint or the overrides."""
     problems = []
     layers, hidden, vocab = (target[size] for size in TARGET_SIZES)
     if fields["architectures"] != DFLASH_ARCHITECTURES:
+        by = _overridden(overrides, "architectures")
         problems.append(
-            f"{checkpoint_var}: architectures is {fields['architectures']}, but vLLM runs only {DFLASH_ARCHITECTURES} "
-            f"drafters with method dflash. Use a DFlash checkpoint, or set {OVERRIDES_VAR}.architectures "
-            "if the checkpoint merely misnames it."
+            f"{by or checkpoint_var}: architectures is {fields['architectures']}, but vLLM runs only "
+            f"{DFLASH_ARCHITECTURES} drafters with method dflash. "
+            + (f"Remove {by} or set it to {DFLASH_ARCHITECTURES}." if by else
+               f"Use a DFlash checkpoint, or set {OVERRIDES_VAR}.architectures if the checkpoint merely misnames it.")
         )
     ids = fields["target_layer_ids"]
     id_list = isinstance(ids, (list, tuple))
@@ -323,14 +339,16 @@ def _rendered_problems(fields, target, origin, fc_width, fc_tensor, target_var, 
         )
     expects = _first_present(fields["target_hidden_size"], fields["hidden_size"])
     if expects != hidden:
+        by = _overridden(overrides, "target_hidden_size", "hidden_size")
         problems.append(
-            f"{checkpoint_var}: the drafter expects target hidden states of size {expects}, but the target at "
-            f"{target_var} has hidden_size {hidden}. {_OTHER_TARGET}"
+            f"{by or checkpoint_var}: the drafter expects target hidden states of size {expects}, but the target at "
+            f"{target_var} has hidden_size {hidden}. " + (f"Remove {by}." if by else _OTHER_TARGET)
         )
     if fields["draft_vocab_size"] is None and fields["vocab_size"] != vocab:
+        by = _overridden(overrides, "vocab_size")
         problems.append(
-            f"{checkpoint_var}: the drafter's vocab_size {fields['vocab_size']} differs from the target's {vocab} "
-            f"({target_var}) and it sets no draft_vocab_size. {_OTHER_TARGET}"
+            f"{by or checkpoint_var}: the drafter's vocab_size {fields['vocab_size']} differs from the target's {vocab} "
+            f"({target_var}) and it sets no draft_vocab_size. " + (f"Remove {by}." if by else _OTHER_TARGET)
         )
     mask = fields["mask_token_id"]
     if not (_is_int(mask) and 0 <= mask < vocab):
@@ -424,7 +442,8 @@ def plan(
     config = merge_recursive(
         dflash_drafter_config(checkpoint_read["config"], ids, mask_token_id, layers), config_overrides or {})
     fields = dflash_drafter_fields(config)
-    problems.extend(_rendered_problems(fields, target, origin, fc_width, fc_tensor, target_var, checkpoint_var))
+    problems.extend(_rendered_problems(fields, target, origin, fc_width, fc_tensor, target_var, checkpoint_var,
+                                       config_overrides))
     result.update(
         layer_ids=ids, origin=origin, config=config, fields=fields,
         links=[name for name in checkpoint_read.get("files") or [] if name != "config.json"],

@@ -285,7 +285,7 @@ def run(target=None, checkpoint=None, **settings):
     settings.setdefault("vllm_version", "0.32.0")
     result = plan(target_read() if target is None else target, checkpoint_read() if checkpoint is None else checkpoint, **settings)
     for problem in result["problems"]:
-        assert problem.split(":")[0].split(" ")[0] in KNOWN_VARIABLES, problem
+        assert problem.split(":")[0].split(" ")[0].split(".")[0] in KNOWN_VARIABLES, problem
     return result
 
 
@@ -622,6 +622,17 @@ def test_overridden_ids_are_checked_too(ids):
     assert run(config_overrides=overrides)["problems"][0].startswith(f"vllm_drafter_target_layer_ids: the ids {ids} (computed for vLLM 0.32.0)")
 
 
+@pytest.mark.parametrize("overrides, named", [
+    ({"architectures": ["Eagle3DraftModel"]}, "vllm_drafter_config_overrides.architectures: architectures is"),
+    ({"target_hidden_size": 128}, "vllm_drafter_config_overrides.target_hidden_size: the drafter expects"),
+    ({"vocab_size": 512}, "vllm_drafter_config_overrides.vocab_size: the drafter's vocab_size 512"),
+])
+def test_a_value_the_overrides_set_is_blamed_on_the_overrides_not_the_checkpoint(overrides, named):
+    problem = only_problem(run(config_overrides=overrides))
+    assert problem.startswith(named) and "vllm_drafter_dir" not in problem
+    assert "trained for another target" not in problem
+
+
 def test_the_drafter_must_read_the_target_hidden_size():
     problem = only_problem(run(checkpoint=checkpoint_read(target_hidden_size=128)))
     assert problem == (
@@ -703,7 +714,7 @@ def test_overrides_merge_recursively_into_the_rendered_config():
 def test_overrides_are_checked_like_the_rest():
     result = run(config_overrides={"dflash_config": {"mask_token_id": VOCAB, "target_layer_ids": [0]}, "vocab_size": 512})
     assert [problem.split(":")[0] for problem in result["problems"]] == [
-        "vllm_drafter_dir", "vllm_drafter_mask_token_id", "vllm_drafter_target_layer_ids"]
+        "vllm_drafter_config_overrides.vocab_size", "vllm_drafter_mask_token_id", "vllm_drafter_target_layer_ids"]
 
 
 def test_overrides_must_be_a_mapping():
