@@ -87,7 +87,8 @@ def main():
         module.exit_json(changed=False, files=[], notes=["no host was measured in this deploy: no report written"])
     if module.check_mode:
         module.exit_json(changed=True, files=[], notes=["check mode: nothing written"])
-    directory = os.path.join(p["dest"], p["run_id"])
+    # A run id is one directory below dest, whatever it holds (a ../ in it would write elsewhere).
+    directory = os.path.join(p["dest"], file_name(p["run_id"]))
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
     files, notes = [], []
