@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import zipfile
@@ -157,25 +158,35 @@ def test_a_stray_flash_attn_fails_the_install_where_the_release_imports_it(repo_
     assert f"cp{sys.version_info[0]}{sys.version_info[1]}" in run.stdout
 
 
-def test_index_urls_reach_pip_through_its_environment_not_its_argv(tmp_path: Path):
-    """An index URL may carry credentials: argv shows in ps and in every task result, the environment does not."""
+def test_index_urls_reach_pip_through_a_root_only_file_not_its_argv_or_environment(tmp_path: Path):
+    """An index URL may carry credentials: argv and a task's environment both show in ps (Ansible puts a task's
+    environment on the module's command line) and in task results; a 0600 file named by PIP_CONFIG_FILE does not."""
     out = tmp_path / "pip.json"
     run = run_playbook([{
         "name": "The pip settings", "hosts": "localhost", "gather_facts": False,
         "vars": {"vllm_install_index_url": "https://user:s3cret@pypi.example/simple",
-                 "vllm_install_extra_index_urls": ["https://a.example/simple", "https://b.example/simple"]},
+                 "vllm_install_extra_index_urls": ["https://a.example/simple", "https://b.example/simple"],
+                 "vllm_common_base_dir": str(tmp_path)},
         "tasks": [
             {"name": "Load the role's settings", "ansible.builtin.include_role": {
                 "name": "llmops.vllm.vllm_install", "tasks_from": "preflight", "public": True}},
+            {"name": "Write the indexes", "ansible.builtin.include_role": {
+                "name": "llmops.vllm.vllm_install", "tasks_from": "pip_indexes"}},
             {"name": "Save them", "ansible.builtin.copy": {
                 "content": "{{ {'args': _vllm_install_pip_source_args, 'env': _vllm_install_pip_env} | to_json }}",
                 "dest": str(out), "mode": "0644"}},
         ]}], timeout=120)
     assert run.rc == 0, run.report()
+    assert "s3cret" not in run.output
     pip = json.loads(out.read_text())
-    assert pip["args"] == [] and "s3cret" not in json.dumps(pip["args"])
-    assert pip["env"] == {"PIP_INDEX_URL": "https://user:s3cret@pypi.example/simple",
-                          "PIP_EXTRA_INDEX_URL": "https://a.example/simple https://b.example/simple"}
+    config = tmp_path / "pip-indexes.conf"
+    assert pip == {"args": [], "env": {"PIP_CONFIG_FILE": str(config)}}
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600 and config.stat().st_uid == 0
+    # pip itself reads the file named by PIP_CONFIG_FILE.
+    read = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                          env=dict(os.environ, PIP_CONFIG_FILE=str(config)), check=True).stdout
+    assert "global.index-url='https://user:s3cret@pypi.example/simple'" in read
+    assert "global.extra-index-url='https://a.example/simple https://b.example/simple'" in read
 
 
 def test_a_version_the_wheelhouse_lacks_is_refused_before_any_change(repo_root: Path, installed, wheelhouse: Path):
