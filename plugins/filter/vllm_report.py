@@ -7,6 +7,8 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.llmops.vllm.plugins.module_utils.report import fleet as fleet_report
 from ansible_collections.llmops.vllm.plugins.module_utils.report import prometheus as prometheus_targets
 from ansible_collections.llmops.vllm.plugins.module_utils.report import status as fleet_status
@@ -52,7 +54,13 @@ def vllm_prometheus_targets(hosts: list[str], hostvars: Mapping[str, Any], previ
         # The drafter by its checkpoint's name: the directory vLLM is given is the collection's render directory.
         drafter = posixpath.basename(str(facts.get("vllm_drafter_dir") or "").rstrip("/")) if result.get("speculative_method") else ""
         servers.append(dict(result, host=host, drafter=drafter))
-    return prometheus_targets.entries(servers, previous if isinstance(previous, list) else None)
+    targets = prometheus_targets.entries(servers, previous if isinstance(previous, list) else None)
+    found = prometheus_targets.problems(targets)
+    if found:
+        # Never a file Prometheus would refuse: the task fails and the file the fleet had stays as it was.
+        raise AnsibleFilterError("the fleet's Prometheus targets would not be a file Prometheus reads, so it was left as "
+                                 "it was: %s." % "; ".join(found))
+    return targets
 
 
 def vllm_status_report(hosts: list[str], hostvars: Mapping[str, Any], doors: Any = None, deploy_report: Any = None,

@@ -53,3 +53,15 @@ def test_the_rollout_stops_once_the_failed_hosts_pass_the_percentage():
     assert REPORT["vllm_rollout_stopped_by"](group, hostvars, 24.9) == ["a"]
     row = REPORT["vllm_fleet_report"](group, hostvars)["hosts"][3]
     assert (row["status"], row["reason"]) == ("not rolled", "stopped")
+
+
+def test_prometheus_targets_prometheus_would_refuse_are_never_returned():
+    import pytest
+    from ansible.errors import AnsibleFilterError
+    good = {"a": {"vllm_server_result": {"status": "ready", "endpoint": "http://10.0.0.1:8000", "model": "m"}}}
+    assert REPORT["vllm_prometheus_targets"](["a"], good) == [
+        {"targets": ["10.0.0.1:8000"], "labels": {"host": "a", "model": "m", "speculative_method": "none"}}]
+    # An endpoint no check refused upstream (0.3.0 printed "http://0.0.0.0 --enable-lora:8000"): not written.
+    bad = {"a": {"vllm_server_result": {"status": "ready", "endpoint": "http://0.0.0.0 --enable-lora:8000"}}}
+    with pytest.raises(AnsibleFilterError, match="would not be a file Prometheus reads"):
+        REPORT["vllm_prometheus_targets"](["a"], bad)
