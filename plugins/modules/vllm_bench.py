@@ -137,7 +137,7 @@ options:
     description:
       - Gate, mean acceptance length at concurrency 1 at least this. V(0) turns it off.
       - Unset with O(speculative_method=dflash), the misconfigured-drafter floor applies (1.1, a drafter accepted
-        less than once in ten drafts: one built for another target, or with the wrong layer ids).
+        less than once in ten drafts - one built for another target, or with the wrong layer ids).
     type: float
   speculative_method:
     description: The server's speculative method, for the default acceptance floor of O(min_acceptance_length).

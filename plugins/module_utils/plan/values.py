@@ -13,6 +13,7 @@ never rendered, so no consumer has to escape it; quoting stays in place as a sec
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 
 # RFC 6750 section 2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
@@ -285,7 +286,7 @@ def number(name, value):
         parsed = float(value) if isinstance(value, (int, float, str)) else None
     except ValueError:
         parsed = None
-    if parsed is None or parsed != parsed or parsed in (float("inf"), -float("inf")) or parsed < 0:
+    if parsed is None or math.isnan(parsed) or math.isinf(parsed) or parsed < 0:
         return _bad(name, "a number of 0 or more", value)
     return None
 
