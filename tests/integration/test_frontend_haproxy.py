@@ -234,6 +234,31 @@ def test_a_client_that_drips_its_headers_is_cut_off(tmp_path: Path):
             assert b" 408 " in answer.split(b"\r\n")[0] and time.monotonic() - started < 5
 
 
+def test_a_client_that_drips_its_body_is_cut_off_though_it_holds_the_key(tmp_path: Path):
+    # Measured on 0.3.0: a client with the key held a front-door connection as long as it sent a byte now and then.
+    key = "front-door-key-0123456789abcdef"
+    with running_front_door(tmp_path, vllm_frontend_http_request_timeout="1s", vllm_frontend_api_key=key) as door:
+        port = int(door["url"].split(":")[2].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Authorization: Bearer " + key.encode() + b"\r\nContent-Length: 100\r\n\r\n")
+            started, answer = time.monotonic(), b""
+            conn.settimeout(0.3)
+            while time.monotonic() - started < 8 and not answer:
+                try:
+                    conn.sendall(b"{")
+                    answer = conn.recv(4096)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    break
+            assert b" 408 " in answer.split(b"\r\n")[0], answer[:200]
+            assert time.monotonic() - started < 5
+        # Nothing of it reached a host (the health checks' completions have a body of their own).
+        bodies = [request.body for stub in door["hosts"].values() for request in stub.requests]
+        assert not [body for body in bodies if (body or b"").startswith(b"{{")]
+
+
 def test_during_a_key_rotation_the_door_takes_both_keys_and_checks_with_the_old(tmp_path: Path):
     """vllm_frontend_api_key_previous: clients may send either key; the health check sends the old one, which every
     host accepts until the rotation ends (those not rolled yet know only it)."""
