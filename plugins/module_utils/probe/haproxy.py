@@ -19,15 +19,21 @@ class HaproxyError(Exception):
     """The socket could not be used, or HAProxy refused the command."""
 
 
-def command(path, line, timeout=5.0):
-    """Send one runtime API command and return HAProxy's answer."""
+def command(path, line, timeout=5.0, clock=time.monotonic):
+    """Send one runtime API command and return HAProxy's answer, all of it within ``timeout`` seconds (a socket
+    timeout bounds each read only: an answer that trickles would hold the caller for ever)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    deadline = clock() + timeout
     sock.settimeout(timeout)
     try:
         sock.connect(path)
         sock.sendall(line.encode() + b"\n")
         chunks = []
         while True:
+            left = deadline - clock()
+            if left <= 0:
+                raise socket.timeout("no whole answer within %g s" % timeout)
+            sock.settimeout(left)
             chunk = sock.recv(65536)
             if not chunk:
                 break

@@ -81,3 +81,33 @@ def test_wait_idle_gives_up_at_the_timeout():
 def test_a_missing_socket_is_an_error_naming_it(tmp_path):
     with pytest.raises(rt.HaproxyError, match="admin.sock"):
         rt.command(str(tmp_path / "admin.sock"), "show stat")
+
+
+def test_an_answer_that_trickles_is_cut_at_the_deadline(tmp_path):
+    """Each byte comes within the socket timeout: only a deadline for the whole answer ends the call."""
+    import socket
+    import threading
+    import time
+
+    path = str(tmp_path / "admin.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def trickle():
+        conn, _addr = listener.accept()
+        with conn:
+            conn.recv(1024)
+            for dummy in range(100):
+                try:
+                    conn.sendall(b"x")
+                except OSError:
+                    return
+                time.sleep(0.1)
+
+    threading.Thread(target=trickle, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(rt.HaproxyError, match="no whole answer within 1 s"):
+        rt.command(path, "show stat", timeout=1.0)
+    assert time.monotonic() - started < 3
+    listener.close()
