@@ -110,8 +110,12 @@ def test_random_drafter_misses_an_acceptance_gate_with_its_figures(engine_python
     server = serve(engine_python, vllm_cli, tmp_path, tiny_models["target"], tiny_models["drafter"])
     try:
         res = bench(server, installed_cli, tiny_models, tmp_path, concurrency=[1, 2], min_acceptance_length=K)
+        # No gate set: a DFlash server is held to the misconfigured-drafter floor, which the random drafter misses.
+        floor = bench(server, installed_cli, tiny_models, tmp_path, speculative_method="dflash")
     finally:
         server.stop()
+    assert floor["failed"] and floor["reason"] == "low_acceptance", floor.get("msg")
+    assert "below the default floor 1.1 for a dflash drafter" in floor["msg"] and "another target" in floor["msg"]
     assert res["failed"] and res["status"] == "failed" and res["reason"] == "low_acceptance", res.get("msg")
     assert [run["concurrency"] for run in res["runs"]] == [1, 2]
     for run in res["runs"]:
