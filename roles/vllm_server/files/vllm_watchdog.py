@@ -8,7 +8,8 @@ After ``--failures`` failed probes in a row the engine is killed (SIGKILL to the
 cannot drain) and systemd's Restart= starts it again; why is written to the journal (this unit's output). It
 never acts on a server still starting (no probe has succeeded since its MainPID started and /health does not
 answer 200 yet: vllm_wait decides that start; vLLM answers /health only once its engine has loaded, so a failed
-completion while /health answers is a hang, not a load), on one a deploy is rolling (its lock file, younger than ``--lock-max-age``), or on a unit that is not
+completion while /health answers is a hang, not a load), on one a deploy is rolling (its lock file, younger than
+``--lock-max-age``), or on a unit that is not
 active (systemd's Restart= and start limit decide that).
 
 Each run also writes the host's state as a node_exporter textfile (atomically): up, restarts by cause, the last
@@ -20,6 +21,7 @@ run's result, exit-code say, and says start-limit-hit only after a run that had 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -54,21 +56,31 @@ def _alarm(signum, frame):
     raise _Deadline()
 
 
-def probe(url, path, body, deadline, api_key=""):
-    """(ok, seconds, why): one probe request, POSTed as JSON, all of it within ``deadline`` seconds.
+@contextlib.contextmanager
+def _within(deadline):
+    """Raise _Deadline in the block once ``deadline`` seconds have passed: urllib's timeout bounds each socket read,
+    not the answer, so a server that drips a byte a second would hold a request for ever."""
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, max(deadline, 0.01))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
-    urllib's timeout bounds each socket read, not the answer: a server that drips a byte a second would hold it
-    for ever. SIGALRM bounds the whole request, and the body is read up to BODY_LIMIT bytes."""
+
+def probe(url, path, body, deadline, api_key=""):
+    """(ok, seconds, why): one probe request, POSTed as JSON, all of it within ``deadline`` seconds (_within), the
+    body read up to BODY_LIMIT bytes."""
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = "Bearer " + api_key
     started = time.monotonic()
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, max(deadline, 0.01))
     try:
-        request = urllib.request.Request(url.rstrip("/") + path, body.encode(), headers)
-        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=deadline) as answer:
-            answer.read(BODY_LIMIT)
+        with _within(deadline):
+            request = urllib.request.Request(url.rstrip("/") + path, body.encode(), headers)
+            with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=deadline) as answer:
+                answer.read(BODY_LIMIT)
         return True, time.monotonic() - started, ""
     except _Deadline:
         return False, time.monotonic() - started, "timeout after %g s" % deadline
@@ -77,25 +89,18 @@ def probe(url, path, body, deadline, api_key=""):
     except (OSError, ValueError, http.client.HTTPException) as e:
         reason = getattr(e, "reason", e)
         return False, time.monotonic() - started, "timeout after %g s" % deadline if "timed out" in str(reason) else str(reason)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def loaded(url, deadline):
     """Whether /health answers 200 within ``deadline`` seconds: vLLM's API server answers it once the engine has
     loaded (and goes on answering while the engine hangs)."""
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, max(deadline, 0.01))
     try:
-        request = urllib.request.Request(url.rstrip("/") + "/health")
-        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=deadline) as answer:
-            return answer.status == 200
+        with _within(deadline):
+            request = urllib.request.Request(url.rstrip("/") + "/health")
+            with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=deadline) as answer:
+                return answer.status == 200
     except (_Deadline, OSError, ValueError, http.client.HTTPException):
         return False
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 # The longest a failed unit waits for its next start from the watchdog, however often it failed before.
