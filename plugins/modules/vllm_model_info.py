@@ -41,6 +41,15 @@ options:
       - Set to V(false) to return only the config and the entry names.
     type: bool
     default: true
+  read_as:
+    description:
+      - The account the files are read as when the module runs as root, normally the account the server runs as.
+      - The read then runs in a child process with that account's uid, gid and groups, so it follows only the links
+        and opens only the files the server itself could; a file it cannot read fails here, naming the account, and
+        not later in vLLM.
+      - When the host has no such account yet (before the install role creates it) nobody can have placed links as
+        it, and the module reads as the user it runs as. A module not running as root always reads as itself.
+    type: str
 extends_documentation_fragment:
   - llmops.vllm.attributes.read_only
 notes:
@@ -89,6 +98,11 @@ manifest:
   type: list
   elements: list
   sample: [["config.json", 820, 1796100000000000000], ["model.safetensors", 495784, 1796100000000000000]]
+read_by:
+  description: The account that read the files, or null when the module read them as the user it runs as.
+  returned: success
+  type: str
+  sample: vllm
 weight_files:
   description: The safetensors files holding the weights, relative to O(path). Empty when O(read_weights=false).
   returned: success
@@ -132,6 +146,7 @@ missing_tensors:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.as_user import ReadAsUserError, read_as
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.model_files import ModelFilesError, describe_model
 
 
@@ -142,6 +157,7 @@ def main():
             tensors=dict(type="list", elements="str", default=[]),
             all_tensors=dict(type="bool", default=False),
             read_weights=dict(type="bool", default=True),
+            read_as=dict(type="str"),
         ),
         supports_check_mode=True,
     )
@@ -149,15 +165,16 @@ def main():
     if params["all_tensors"] and params["tensors"]:
         module.fail_json(msg="tensors and all_tensors=true are mutually exclusive: list the tensors or ask for all of them")
     try:
-        info = describe_model(
-            params["path"],
-            tensor_names=params["tensors"],
-            all_tensors=params["all_tensors"],
-            read_weights=params["read_weights"],
+        info, reader = read_as(
+            params["read_as"], describe_model,
+            (params["path"], params["tensors"], params["all_tensors"], params["read_weights"]),
+            error_types=(ModelFilesError,),
         )
     except ModelFilesError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, **info)
+    except ReadAsUserError as exc:
+        module.fail_json(msg="cannot read %s as %s: %s" % (params["path"], params["read_as"], exc))
+    module.exit_json(changed=False, read_by=reader, **info)
 
 
 if __name__ == "__main__":
