@@ -11,18 +11,36 @@ from typing import Any
 
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import compare as compare_plan
 from ansible_collections.llmops.vllm.plugins.module_utils.report import compare as compare_report
+from ansible_collections.llmops.vllm.plugins.module_utils.report import intervals as compare_intervals
+from ansible_collections.llmops.vllm.plugins.module_utils.report import rounds as compare_rounds
 
 
 def _dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
-def vllm_compare_problems(configurations: Any) -> list[str]:
-    return compare_plan.problems(configurations)
+def vllm_compare_problems(configurations: Any, run: Any = None) -> list[str]:
+    """The list's problems (none for None: the default list), and the run's own settings found in ``run`` (the
+    canary's variables) when given."""
+    found = [] if configurations is None else compare_plan.problems(configurations)
+    if run is not None:
+        found += compare_plan.run_problems(dict((name, run[name]) for name in compare_plan.RUN_OPTIONS if name in run),
+                                           configurations)
+    return found
 
 
 def vllm_compare_order(configurations: list[Any]) -> list[dict[str, Any]]:
     return compare_plan.order([_dict(c) for c in configurations])
+
+
+def vllm_compare_schedule(configurations: list[Any], rounds: Any = 1, aa: Any = False) -> list[dict[str, Any]]:
+    configurations = [_dict(c) for c in configurations]
+    return compare_plan.schedule(compare_plan.with_twin(configurations) if aa else configurations, int(rounds or 1))
+
+
+def vllm_compare_settled(results: list[Any], target: Any = None) -> bool:
+    return compare_rounds.settled([_dict(r) for r in results],
+                                  float(target) if target else compare_intervals.TARGET_HALF_WIDTH)
 
 
 def vllm_compare_settings(configuration: Any, deployed: Any) -> dict[str, Any]:
@@ -46,7 +64,8 @@ def vllm_compare_baseline(directory: str, name: str, fields: Any, settings: Any)
     except (OSError, ValueError):
         kept = None
     value, problem = compare_report.measured_baseline(kept, str(name), _dict(fields), _dict(settings))
-    return {"tokens_per_second": value, "problem": problem}
+    return {"tokens_per_second": value, "problem": problem,
+            "blocks": compare_report.measured_blocks(kept, str(name)) if value else []}
 
 
 class FilterModule:
@@ -55,4 +74,5 @@ class FilterModule:
     def filters(self):
         return {"vllm_compare_problems": vllm_compare_problems, "vllm_compare_order": vllm_compare_order,
                 "vllm_compare_settings": vllm_compare_settings, "vllm_compare_describe": vllm_compare_describe,
-                "vllm_compare_key": vllm_compare_key, "vllm_compare_baseline": vllm_compare_baseline}
+                "vllm_compare_key": vllm_compare_key, "vllm_compare_baseline": vllm_compare_baseline,
+                "vllm_compare_schedule": vllm_compare_schedule, "vllm_compare_settled": vllm_compare_settled}

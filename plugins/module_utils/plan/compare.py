@@ -23,6 +23,8 @@ The methods that serve as a baseline are the ones that are not DFlash, unless a 
 
 from __future__ import annotations
 
+from ansible_collections.llmops.vllm.plugins.module_utils.report import intervals
+
 import re
 
 PREFIX = "vllm_compare_configurations"
@@ -125,3 +127,74 @@ def order(configurations):
     run that ends on them needs no start of its own."""
     as_deployed = [c for c in configurations if "speculative" not in c and not c.get("args")]
     return [c for c in configurations if c not in as_deployed] + as_deployed
+
+
+AA_SUFFIX = "-again"
+RUN_OPTIONS = ("vllm_compare_rounds", "vllm_compare_aa", "vllm_compare_target", "vllm_compare_budget_s")
+
+
+def _plain(value):
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in ("true", "yes", "false", "no"):
+            return text.lower() in ("true", "yes")
+        try:
+            return int(text)
+        except ValueError:
+            try:
+                return float(text)
+            except ValueError:
+                return value
+    return value
+
+
+def run_problems(run, configurations=None):
+    """What is wrong with the run's own settings (vllm_compare_rounds, _aa, _target, _budget_s), each named. ``run``
+    holds those that are set."""
+    out = []
+    # -e name=value on the command line gives strings: read as the playbook reads them (| int, | float, | bool).
+    run = dict((name, _plain(value)) for name, value in run.items())
+    rounds = run.get("vllm_compare_rounds", 3)
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 100:
+        out.append("vllm_compare_rounds must be a whole number from 1 to 100 (one round gives no interval), got %r."
+                   % (rounds,))
+    aa = run.get("vllm_compare_aa", True)
+    if not isinstance(aa, bool):
+        out.append("vllm_compare_aa must be true or false, got %r." % (aa,))
+    target = run.get("vllm_compare_target", 0.05)
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target < 1:
+        out.append("vllm_compare_target must be a relative half width between 0 and 1, such as 0.05, got %r." % (target,))
+    budget = run.get("vllm_compare_budget_s", 0)
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget < 0:
+        out.append("vllm_compare_budget_s must be seconds, 0 for no budget, got %r." % (budget,))
+    if aa is True and isinstance(configurations, list) and configurations and isinstance(configurations[0], dict):
+        twin = "%s%s" % (configurations[0].get("name"), AA_SUFFIX)
+        if twin in [c.get("name") for c in configurations if isinstance(c, dict)]:
+            out.append("vllm_compare_configurations has a configuration named %s, the name vllm_compare_aa gives the "
+                       "A/A twin of the first one: rename it, or set vllm_compare_aa to false." % twin)
+    return out
+
+
+def with_twin(configurations):
+    """The configurations and an A/A twin: the first one again under another name, measured in every round like the
+    others, so that its interval over the first (module_utils/report/rounds.noise_floor) is this host's noise floor.
+    The twin goes second: the as-deployed configuration stays last."""
+    if not configurations:
+        return []
+    first = configurations[0]
+    return [first, dict(first, name=first["name"] + AA_SUFFIX)] + list(configurations[1:])
+
+
+def schedule(configurations, rounds):
+    """Each block of the run in order: {configuration, round, first} for ``rounds`` rounds, counterbalanced
+    (module_utils/report/intervals.schedule) and ending on the last configuration; ``first`` marks a round's first
+    block, where the run decides whether the round is needed."""
+    by_name = dict((c["name"], c) for c in configurations)
+    rounds = max(int(rounds), 1)
+    names = [c["name"] for c in configurations]
+    # The last round in the given order, so the run ends on the as-deployed configuration (order()); and a round
+    # begins on the configuration the one before ended on, which needs no start of its own: a block is a fresh
+    # measurement after its warm-up, not always a fresh start.
+    order = intervals.schedule(names if rounds % 2 else names[::-1], rounds)
+    return [{"configuration": by_name[name], "round": r, "first": i == 0 or order[i - 1][0] != r}
+            for i, (r, name) in enumerate(order)]

@@ -112,7 +112,8 @@ KIND = {
     "vllm_server_bench_repeats": "positive", "vllm_server_bench_dataset_output_len": "count",
     "vllm_server_bench_ignore_eos": "flag", "vllm_server_gate_min_decode_tokens_per_second": "number?",
     "vllm_server_gate_min_acceptance_length": "number?", "vllm_server_gate_baseline_tokens_per_second": "number?",
-    "vllm_server_gate_min_speedup": "number?", "vllm_server_gate_baseline_config": "word?",
+    "vllm_server_gate_min_speedup": "number?", "vllm_server_gate_inconclusive": "word",
+    "vllm_server_gate_baseline_config": "word?",
     "vllm_server_compare_dir": "controller_path", "vllm_server_door_state": "word",
     # vllm_server: keeping it serving, and the operations
     "vllm_server_watchdog_enabled": "flag", "vllm_server_watchdog_interval": "positive",

@@ -410,6 +410,13 @@ def gate_baseline(settings, measured):
     return measured["tokens_per_second"], []
 
 
+def gate_baseline_blocks(settings, measured):
+    """The blocks of the measured baseline the gate's interval reads ([] without a measured baseline)."""
+    if not settings.get("gate_baseline_config") or not (measured or {}).get("tokens_per_second"):
+        return []
+    return list(measured.get("blocks") or [])
+
+
 def plan(settings, reads=None):
     """Everything the server preflight decides, from the settings and what was read on the host.
 
@@ -419,7 +426,8 @@ def plan(settings, reads=None):
     ``port_owner`` (vllm_port_owner's result), ``bench_dataset_text`` (the gate's prompt set, bench_problems) and
     ``measured_baseline`` (the compare run's baseline, gate_baseline).
 
-    Returns ``{"argv", "problems", "warnings", "gate_baseline"}``; problems each name the variable to change.
+    Returns ``{"argv", "problems", "warnings", "gate_baseline", "gate_baseline_blocks", "memory"}``; problems each name
+    the variable to change.
     """
     reads = reads or {}
     early_warnings, memory_figures = [], None
@@ -465,6 +473,7 @@ def plan(settings, reads=None):
         else:
             warnings.append(text)
     return {"argv": words, "problems": problems, "warnings": warnings, "gate_baseline": baseline,
+            "gate_baseline_blocks": gate_baseline_blocks(settings, reads.get("measured_baseline")) if baseline else [],
             "memory": memory_figures}
 
 

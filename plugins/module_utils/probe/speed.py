@@ -23,6 +23,7 @@ Mean acceptance length is ``1 + accepted / drafts`` (it counts the bonus token; 
 from __future__ import annotations
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.http_client import metric_total, parse_metrics
+from ansible_collections.llmops.vllm.plugins.module_utils.report import intervals
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
@@ -178,7 +179,8 @@ def evaluate(runs, gates):
     ``runs``: measure()'s, concurrency 1 first. ``gates``: the options
     min_decode_tokens_per_second, min_acceptance_length, baseline_tokens_per_second, min_speedup (None: not set; a
     min_acceptance_length of 0 is off), and speculative_method: for one of FLOOR_METHODS an unset
-    min_acceptance_length is MISCONFIGURED_BELOW.
+    min_acceptance_length is MISCONFIGURED_BELOW; blocks (this server's single-stream decode tok/s of each repeat),
+    baseline_blocks (the baseline's) and inconclusive (fail or pass), for the speed-up's interval.
     Returns {passed, reason, msg, notes, speedup}: reason ``too_slow`` or ``low_acceptance`` when a gate failed.
     """
     single = next((run for run in runs if run["concurrency"] == 1), runs[0])
@@ -187,7 +189,7 @@ def evaluate(runs, gates):
     reason = None
 
     if single["client"]["completed"] == 0:
-        return {"passed": False, "reason": "bench_failed", "speedup": None, "notes": notes,
+        return {"passed": False, "reason": "bench_failed", "speedup": None, "speedup_interval": None, "notes": notes,
                 "hint": "every request failed: the server's log says why (a prompt longer than --max-model-len "
                         "is refused); " + HINTS["bench_failed"],
                 "msg": "no request of the benchmark completed (%d failed)" % single["client"]["failed"]}
@@ -197,15 +199,19 @@ def evaluate(runs, gates):
         failures.append("single-stream decode %.2f tok/s is below min_decode_tokens_per_second %s" % (decode or 0, minimum))
         reason = "too_slow"
 
-    speedup = None
+    speedup, interval = None, None
     baseline = gates.get("baseline_tokens_per_second")
     if baseline:
         speedup = round((decode or 0) / baseline, 3)
         wanted = gates.get("min_speedup")
-        if wanted is not None and speedup < wanted:
-            failures.append("single-stream decode %.2f tok/s is %.2fx the baseline %s tok/s, below min_speedup %s"
-                            % (decode or 0, speedup, baseline, wanted))
-            reason = reason or "too_slow"
+        interval = speedup_interval(gates.get("blocks"), gates.get("baseline_blocks"))
+        if wanted is not None:
+            failure, note = _speedup_verdict(decode or 0, speedup, baseline, wanted, interval, gates.get("inconclusive"))
+            if failure:
+                failures.append(failure)
+                reason = reason or "too_slow"
+            if note:
+                notes.append(note)
 
     spec = single["speculative"]
     wanted_length = gates.get("min_acceptance_length")
@@ -239,8 +245,40 @@ def evaluate(runs, gates):
         notes.append("other clients' requests reached the server during the run at concurrency %s: its counters "
                      "(acceptance) are server-wide and mix them in" % ", ".join(str(c) for c in mixed))
 
-    return {"passed": not failures, "reason": reason, "speedup": speedup, "notes": notes, "hint": HINTS.get(reason, ""),
-            "msg": "; ".join(failures) if failures else "every gate passed"}
+    return {"passed": not failures, "reason": reason, "speedup": speedup, "speedup_interval": interval, "notes": notes,
+            "hint": HINTS.get(reason, ""), "msg": "; ".join(failures) if failures else "every gate passed"}
+
+
+def speedup_interval(blocks, baseline_blocks):
+    """The interval on the speed-up from this server's blocks (its repeats) and the baseline's (the compare run's),
+    measured apart, so unpaired (module_utils/report/intervals); None unless each side has two blocks or more."""
+    blocks, baseline_blocks = list(blocks or []), list(baseline_blocks or [])
+    if len(blocks) < 2 or len(baseline_blocks) < 2:
+        return None
+    return intervals.unpaired(baseline_blocks, blocks)
+
+
+def _speedup_verdict(decode, speedup, baseline, wanted, interval, inconclusive):
+    """(failure or None, note or None) of the min_speedup gate. Without an interval, the point estimate decides. With
+    one: passed when the interval lies wholly at or above min_speedup, too_slow wholly below, and in between
+    inconclusive, which fails or passes as ``inconclusive`` says (fail unless it says pass)."""
+    said = "single-stream decode %.2f tok/s is %.2fx the baseline %s tok/s" % (decode, speedup, baseline)
+    if interval is None:
+        if speedup < wanted:
+            return "%s, below min_speedup %s" % (said, wanted), None
+        return None, None
+    judged = intervals.verdict(interval, wanted)["verdict"]
+    shown = "%s (95%% interval %s)" % (said, intervals.describe(interval))
+    if judged == intervals.TOO_SLOW:
+        return "%s, wholly below min_speedup %s" % (shown, wanted), None
+    if judged == intervals.PASSED:
+        return None, None
+    more = intervals.blocks_for(interval, max(abs(interval["ratio"] - wanted) / interval["ratio"], 0.005))
+    why = ("%s: min_speedup %s lies inside the interval, so this measurement cannot tell%s" %
+           (shown, wanted, "; about %d blocks on each side would (vllm_server_bench_repeats)" % more if more else ""))
+    if inconclusive == "pass":
+        return None, "inconclusive, passed as vllm_server_gate_inconclusive says: " + why
+    return "inconclusive, failed as vllm_server_gate_inconclusive says: " + why, None
 
 
 def figures(result):
@@ -266,6 +304,8 @@ def figures(result):
         "acceptance_length": result.get("acceptance_length"),
         "per_position_acceptance": spec.get("per_position_acceptance", []),
         "speedup": result.get("speedup"),
+        "speedup_interval": result.get("speedup_interval"),
+        "blocks": list(result.get("blocks") or []),
         "baseline_tokens_per_second": result.get("baseline_tokens_per_second"),
         "notes": list(result.get("notes") or []),
         "elapsed": result.get("elapsed"),

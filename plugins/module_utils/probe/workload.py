@@ -154,6 +154,25 @@ def summarise(runs, mix):
     return {"categories": categories, "overall": overall}
 
 
+def blocks(runs, mix, concurrency=1):
+    """Single-stream decode tok/s of each repeat (a block: every category measured once), weighted by the mix as the
+    overall figure is: the observations a speed-up interval is built from (module_utils/report/intervals). A repeat
+    in which a category has no figure is left out."""
+    by = {}
+    for run in runs:
+        if run["concurrency"] == concurrency:
+            by.setdefault(run.get("repeat", 0), {})[run["category"]] = run["client"]["decode_tokens_per_second"]
+    every = set().union(*by.values()) if by else set()
+    out = []
+    for repeat in sorted(by):
+        values = by[repeat]
+        if set(values) != every or any(not value for value in values.values()):
+            continue
+        share = sum(mix.get(name, 0.0) for name in values) or 1.0
+        out.append(round(sum(mix.get(name, 0.0) * value for name, value in values.items()) / share, 2))
+    return out
+
+
 def gate_runs(summary):
     """The overall figures in the shape of measured runs, concurrency 1 first, for the speed gates (speed.evaluate):
     they read that one's figures and every one's other requests."""

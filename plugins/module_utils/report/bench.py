@@ -57,7 +57,7 @@ def markdown(rows, run_id, baseline=None):
         else:
             per_position = bench.get("per_position_acceptance") or []
             cells = [row["host"], status, _number(bench.get("decode_tokens_per_second"))]
-            cells += [_number(bench.get("speedup")) + "x" if bench.get("speedup") is not None else "-"] if baseline else []
+            cells += [_speedup(bench)] if baseline else []
             cells += [_number(bench.get("output_tokens_per_second", {}).get(str(c))) for c in concurrencies]
             cells += [_number(bench.get("acceptance_length")),
                       " / ".join("%.0f%%" % (100 * rate) for rate in per_position) if per_position else "-",
@@ -66,6 +66,16 @@ def markdown(rows, run_id, baseline=None):
     for row in measured(rows):
         lines += by_category(row["host"], row["bench"])
     return "\n".join(lines) + "\n"
+
+
+def _speedup(bench):
+    """``1.36x`` or, with the gate's interval, ``1.36x [1.31, 1.41]`` (module_utils/report/intervals)."""
+    if bench.get("speedup") is None:
+        return "-"
+    interval = bench.get("speedup_interval") or {}
+    if interval.get("low") is None:
+        return _number(bench["speedup"]) + "x"
+    return "%sx [%s, %s]" % (_number(bench["speedup"]), _number(interval["low"]), _number(interval["high"]))
 
 
 def _spread(figure):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils.report import draft_length
+from ansible_collections.llmops.vllm.plugins.module_utils.report import draft_length, intervals, rounds
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import MISCONFIGURED_BELOW
 
 KEY_FIELDS = ("model", "drafter", "vllm", "gpu", "gpu_count", "tensor_parallel_size")
@@ -113,7 +113,14 @@ def _ratio(a, b):
 
 
 def _served(results):
-    return [r for r in results if r.get("status") == "ready" and r.get("bench")]
+    """The configurations that served, each once: the first round in which it served (its figures fill the tables;
+    every round's figure goes into the intervals, module_utils/report/rounds)."""
+    out, names = [], set()
+    for r in results:
+        if r.get("status") == "ready" and r.get("bench") and r["name"] not in names:
+            names.add(r["name"])
+            out.append(r)
+    return out
 
 
 def compare(results, target_concurrency=1, mix=None):
@@ -145,14 +152,21 @@ def compare(results, target_concurrency=1, mix=None):
                 stops[r["name"]] = c
                 break
     scores = {r["name"]: score(by[r["name"]], target_concurrency, mix) for r in served}
+    per_round = rounds.by_round(results)
+    speedup_intervals = {r["name"]: {b["name"]: rounds.paired(per_round, r["name"], b["name"]) for b in baselines}
+                         for r in candidates}
     return {
         "concurrencies": concurrencies, "categories": categories, "target_concurrency": target_concurrency,
         "mix": mix or {}, "cells": by, "scores": scores,
         "methods": {r["name"]: r["method"] for r in served}, "ks": {r["name"]: r["k"] for r in served}, "speedups": speedups, "stops_paying": stops,
         "draft_length": _draft_lengths(served, plain, by),
-        "recommendation": recommend(served, scores, by, plain, target_concurrency),
+        "recommendation": recommend(served, scores, by, plain, target_concurrency, per_round),
+        # Single-stream decode tok/s of each round, the paired 95% intervals of each DFlash configuration over each
+        # baseline, and the A/A check's (module_utils/report/rounds).
+        "rounds": per_round, "speedup_intervals": speedup_intervals,
+        "noise_floor": rounds.noise_floor(results, per_round),
         "failed": [{"name": r["name"], "status": r.get("status"), "reason": r.get("reason", ""), "msg": r.get("msg", "")}
-                   for r in results if r not in served],
+                   for r in results if r["name"] not in by and r is next(x for x in results if x["name"] == r["name"])],
         # Each configuration's wall time on the canary: its checks, its start (or rollback) and its measurements.
         "seconds": {r["name"]: r.get("seconds") for r in results},
     }
@@ -187,8 +201,10 @@ def _step_cost(cell, plain_cell):
     return round((cell["acceptance_length"] / cell["decode"]) / (1.0 / plain_cell["decode"]), 3)
 
 
-def recommend(served, scores, by, plain, target_concurrency):
-    """The configuration with the most tok/s at the target concurrency over the mix, and the evidence."""
+def recommend(served, scores, by, plain, target_concurrency, per_round=None):
+    """The configuration with the most tok/s at the target concurrency over the mix, and the evidence: the paired
+    interval of its single-stream decode over the runner-up's, from the rounds; "cannot tell apart" when it holds
+    1.00."""
     ranked = sorted([r for r in served if scores.get(r["name"]) is not None], key=lambda r: -scores[r["name"]])
     if not ranked:
         return {"name": None, "msg": "no configuration was measured at concurrency %d" % target_concurrency}
@@ -197,15 +213,26 @@ def recommend(served, scores, by, plain, target_concurrency):
     spread = max([(by[r["name"]][OVERALL].get(target_concurrency) or {}).get("spread") or 0.0
                   for r in ranked[:2]] or [0.0])
     margin = _ratio(scores[best["name"]], scores[runner["name"]]) if runner else None
+    interval = rounds.paired(per_round or {}, best["name"], runner["name"]) if runner else None
     out = {"name": best["name"], "tokens_per_second": scores[best["name"]], "speculation_pays": bool(best["method"]),
            "dflash_pays": not best["baseline"], "runner_up": runner["name"] if runner else None,
-           "margin": margin, "spread": spread}
+           "margin": margin, "spread": spread, "interval": interval,
+           "told_apart": None if interval is None or interval["low"] is None else intervals.tells_apart(interval)}
     lines = ["%s: %.2f tok/s at concurrency %d" % (best["name"], scores[best["name"]], target_concurrency)]
     if runner:
         lines.append("%.2fx %s (%.2f tok/s)" % (margin, runner["name"], scores[runner["name"]]))
-        if margin is not None and margin - 1.0 <= spread:
-            lines.append("within the spread of the repeated runs (%.0f%%): measure with more repeats to tell them apart"
-                         % (100 * spread))
+        if interval is not None and interval["low"] is not None:
+            said = "single-stream decode %s the runner-up's (95%% interval over rounds)" % intervals.describe(interval)
+            if out["told_apart"]:
+                lines.append(said)
+            else:
+                more = intervals.blocks_for(interval, max(abs(interval["ratio"] - 1.0) / interval["ratio"], 0.005))
+                lines.append("cannot tell %s and %s apart within this run: %s holds 1.00%s" % (
+                    best["name"], runner["name"], said,
+                    "; about %d rounds would (vllm_compare_rounds)" % more if more else ""))
+        elif margin is not None and margin - 1.0 <= spread:
+            lines.append("within the spread of the repeated runs (%.0f%%), and one round cannot show the host's "
+                         "drift: measure in more rounds (vllm_compare_rounds) to tell them apart" % (100 * spread))
     candidates = [r for r in ranked if not r["baseline"]]
     if best["baseline"] and candidates:
         top = candidates[0]
@@ -233,11 +260,12 @@ def record(summary, fields, results, settings, run_id):
     """What the controller keeps of a run, under its key: the latest one is what the gate reads."""
     return {"run": run_id, "key": key(fields), "workload": workload(settings),
             "results": [{k: r.get(k) for k in ("name", "method", "k", "extra", "baseline", "args", "status", "reason",
-                                               "restarted", "seconds", "bench")} for r in results],
+                                               "restarted", "seconds", "bench", "round")} for r in results],
             "scores": summary["scores"], "recommendation": summary["recommendation"],
             # The rest of the answer, as data: what compare.md shows beside the table.
             "speedups": summary["speedups"], "stops_paying": summary["stops_paying"],
-            "draft_length": summary["draft_length"], "failed": summary["failed"]}
+            "draft_length": summary["draft_length"], "failed": summary["failed"],
+            "speedup_intervals": summary["speedup_intervals"], "noise_floor": summary["noise_floor"]}
 
 
 def measured_baseline(kept, name, fields, settings):
@@ -262,8 +290,45 @@ def measured_baseline(kept, name, fields, settings):
     return single, None
 
 
+def measured_blocks(kept, name):
+    """The single-stream decode tok/s of each block the configuration ``name`` was measured in, in the kept record:
+    each round's figure when it was measured in rounds, else its one round's repeats (vllm_bench's blocks). What the
+    gate's interval takes as the baseline's; [] from a record that has none."""
+    results = (kept or {}).get("results") or []
+    per_round = rounds.by_round(results).get(name) or {}
+    if len(per_round) >= 2:
+        # Measured in rounds: each round's figure, which carries the drift between rounds that repeats cannot show.
+        return [per_round[r] for r in sorted(per_round)]
+    result = next((r for r in results if r.get("name") == name), None) or {}
+    return [b for b in ((result.get("bench") or {}).get("blocks") or []) if isinstance(b, (int, float)) and b > 0]
+
+
 def _n(value, digits=2):
     return "-" if value is None else "%.*f" % (digits, value)
+
+
+def _interval_lines(summary):
+    """The paired intervals over rounds and the A/A check, or why there are none."""
+    found = [(name, base, i) for name, over in (summary.get("speedup_intervals") or {}).items()
+             for base, i in over.items() if i is not None]
+    if not found:
+        return []
+    lines = ["", "## How sure: single-stream decode speed-ups, 95%% intervals over rounds (%s)" % intervals.METHOD, ""]
+    if all(i["low"] is None for _n_, _b, i in found):
+        return lines + ["One round: no interval. Repeats inside a round cannot show the host's drift between "
+                        "configurations; measure in two rounds or more (vllm_compare_rounds)."]
+    lines += ["| configuration | baseline | speed-up | 95% interval | rounds | told apart |", "|---|---|---|---|---|---|"]
+    for name, base, i in found:
+        lines.append("| %s | %s | %.2fx | %s | %d | %s |" % (
+            name, base, i["ratio"], "[%.2f, %.2f]" % (i["low"], i["high"]) if i["low"] is not None else "-", i["n"],
+            "yes" if intervals.tells_apart(i) else "no: the interval holds 1.00"))
+    floor = summary.get("noise_floor")
+    if floor and floor.get("low") is not None:
+        lines += ["", "A/A check (%s against %s, the same settings): %s, so this host's noise floor is +-%.1f%%%s." % (
+            floor["configurations"][1], floor["configurations"][0], intervals.describe(floor), 100 * floor["half_width"],
+            "" if floor["low"] <= 1.0 <= floor["high"] else
+            "; it does not hold 1.00: something besides the settings differs between rounds")]
+    return lines
 
 
 def markdown(summary, fields, run_id):
@@ -298,6 +363,7 @@ def markdown(summary, fields, run_id):
             for base, by_c in over.items():
                 lines.append("| %s | %s | %s |" % (name, base, " | ".join(
                     ("%.2fx" % by_c[c]) if by_c.get(c) is not None else "-" for c in c_all)))
+    lines += _interval_lines(summary)
     if summary["stops_paying"]:
         lines += ["", "## Where speculation stops paying", ""]
         for name, c in summary["stops_paying"].items():

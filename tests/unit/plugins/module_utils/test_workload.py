@@ -95,6 +95,12 @@ def test_each_category_gets_its_own_figures_with_the_spread_of_its_repeats():
     assert overall["per_position_acceptance"] == [0.8, 0.6, 0.4, 0.2]
 
 
+def test_each_repeat_is_a_block_weighted_by_the_mix_and_an_incomplete_one_is_left_out():
+    runs = [run("code", 1, 100.0, 0), run("code", 1, 110.0, 1), run("code", 1, 90.0, 2),
+            run("chat", 1, 50.0, 0), run("chat", 1, 60.0, 1), run("chat", 4, 10.0, 0)]
+    assert workload.blocks(runs, {"code": 0.75, "chat": 0.25}) == [0.75 * 100 + 0.25 * 50, 0.75 * 110 + 0.25 * 60]
+
+
 def test_acceptance_per_position_weighs_each_run_by_its_drafts():
     runs = [run("a", 1, 10.0, drafts=30, per_position=(1.0, 0.5)), run("a", 1, 10.0, 1, drafts=10, per_position=(0.0,))]
     assert workload.summarise(runs, {"a": 1.0})["categories"]["a"]["1"]["per_position_acceptance"] == [0.75, 0.375]

