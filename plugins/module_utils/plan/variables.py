@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.compare import RUN_OPTIONS
 from ansible_collections.llmops.vllm.plugins.module_utils.plan.layers import LAYER
 
 PREFIXES = re.compile(r"^vllm_(common|install|drafter|server|frontend|deploy|compare|status|rollback|remove)_")
@@ -20,7 +21,7 @@ DEPLOY = ("vllm_deploy_serial", "vllm_deploy_max_fail_percentage", "vllm_deploy_
           "vllm_deploy_prometheus_targets_path", "vllm_deploy_speed_report_dir")
 # playbooks/compare.yml's own settings.
 COMPARE = ("vllm_compare_canary", "vllm_compare_configurations", "vllm_compare_concurrency", "vllm_compare_repeats",
-           "vllm_compare_target_concurrency", "vllm_compare_mix", "vllm_compare_finish", "vllm_compare_dir")
+           "vllm_compare_target_concurrency", "vllm_compare_mix", "vllm_compare_finish", "vllm_compare_dir") + RUN_OPTIONS
 # The operations playbooks' own settings (status.yml, rollback.yml, remove.yml).
 OPERATIONS = ("vllm_status_path", "vllm_rollback_report_path", "vllm_rollback_hosts", "vllm_remove_hosts")
 # Facts a role or the playbook sets for a later play, a later role or another host.

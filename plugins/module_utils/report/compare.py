@@ -168,8 +168,19 @@ def compare(results, target_concurrency=1, mix=None):
         "failed": [{"name": r["name"], "status": r.get("status"), "reason": r.get("reason", ""), "msg": r.get("msg", "")}
                    for r in results if r["name"] not in by and r is next(x for x in results if x["name"] == r["name"])],
         # Each configuration's wall time on the canary: its checks, its start (or rollback) and its measurements.
-        "seconds": {r["name"]: r.get("seconds") for r in results},
+        "seconds": _seconds(results),
     }
+
+
+def _seconds(results):
+    """Each configuration's wall time on the canary, summed over its rounds (None when none was timed)."""
+    out = {}
+    for r in results:
+        if r.get("seconds") is not None:
+            out[r["name"]] = round((out.get(r["name"]) or 0.0) + r["seconds"], 1)
+        else:
+            out.setdefault(r["name"], None)
+    return out
 
 
 def _draft_lengths(served, plain, by):
@@ -222,7 +233,8 @@ def recommend(served, scores, by, plain, target_concurrency, per_round=None):
     if runner:
         lines.append("%.2fx %s (%.2f tok/s)" % (margin, runner["name"], scores[runner["name"]]))
         if interval is not None and interval["low"] is not None:
-            said = "single-stream decode %s the runner-up's (95%% interval over rounds)" % intervals.describe(interval)
+            said = ("single-stream decode %.2fx the runner-up's, 95%% interval [%.2f, %.2f] over %d rounds"
+                    % (interval["ratio"], interval["low"], interval["high"], interval["n"]))
             if out["told_apart"]:
                 lines.append(said)
             else:
@@ -325,7 +337,8 @@ def _interval_lines(summary):
     floor = summary.get("noise_floor")
     if floor and floor.get("low") is not None:
         lines += ["", "A/A check (%s against %s, the same settings): %s, so this host's noise floor is +-%.1f%%%s." % (
-            floor["configurations"][1], floor["configurations"][0], intervals.describe(floor), 100 * floor["half_width"],
+            floor["configurations"][1], floor["configurations"][0], intervals.describe(floor, "round"),
+            100 * floor["half_width"],
             "" if floor["low"] <= 1.0 <= floor["high"] else
             "; it does not hold 1.00: something besides the settings differs between rounds")]
     return lines
@@ -383,7 +396,7 @@ def markdown(summary, fields, run_id):
         lines.append("Best predicted K: %d (%s tok/s single-stream)" % (group["best"]["k"],
                                                                         _n(group["best"]["predicted_tokens_per_second"])))
     if any(v is not None for v in summary["seconds"].values()):
-        lines += ["", "## Wall time on the canary (checks, start or rollback, measurements)", ""]
+        lines += ["", "## Wall time on the canary, all rounds (checks, start or rollback, measurements)", ""]
         lines += ["- %s: %s s" % (name, _n(seconds, 1)) for name, seconds in summary["seconds"].items()]
     if summary["failed"]:
         lines += ["", "## Not measured", ""]

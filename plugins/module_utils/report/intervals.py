@@ -180,8 +180,8 @@ def blocks_for(interval, target=TARGET_HALF_WIDTH):
     return int(math.ceil(interval["n"] * (interval["half_width"] / target) ** 2))
 
 
-def describe(interval):
-    """``1.31x [1.22, 1.41], 6 blocks`` or ``1.31x (one block: no interval)``."""
+def describe(interval, unit="block"):
+    """``1.31x [1.22, 1.41], 6 blocks`` or ``1.31x (one block: no interval)``; ``unit`` names what was counted."""
     if interval["low"] is None:
-        return "%.2fx (one block: no interval)" % interval["ratio"]
-    return "%.2fx [%.2f, %.2f], %d blocks" % (interval["ratio"], interval["low"], interval["high"], interval["n"])
+        return "%.2fx (one %s: no interval)" % (interval["ratio"], unit)
+    return "%.2fx [%.2f, %.2f], %d %ss" % (interval["ratio"], interval["low"], interval["high"], interval["n"], unit)

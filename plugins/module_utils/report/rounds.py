@@ -4,8 +4,10 @@
 
 A compare run measures its configurations in rounds (module_utils/report/intervals.schedule: A B C, then C B A, ...),
 each configuration started afresh in each round. A round's figure for a configuration is its single-stream decode
-tok/s in that round (the geometric mean of the round's repeats, vllm_bench's blocks): time per output token after
-the first, what a drafter changes, not aggregate tok/s, which mixes in prefill and per-request overhead. Two
+tok/s in that round (the geometric mean of the round's repeats): time per output token after the first, what a
+drafter changes, not aggregate tok/s, which mixes in prefill and per-request overhead; from wall clock, each
+request's latency less the configuration's typical time to first token (module_utils/probe/workload.
+decode_after_first). Two
 configurations measured in the same rounds give one log ratio per round, and the speed-up's 95% interval is the
 paired t interval on them: the host's drift within a round touches both, and the counterbalanced order cancels a
 drift linear in time. Repeats inside one round cannot show that drift, so one round gives no interval.
@@ -18,16 +20,24 @@ from __future__ import annotations
 
 import math
 
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload
 from ansible_collections.llmops.vllm.plugins.module_utils.report import intervals
 
 SAME_SETTINGS = ("method", "k", "extra", "args")
 
 
-def round_value(bench):
-    """A round's single-stream decode tok/s: the geometric mean of its blocks, else its overall decode at
-    concurrency 1; None when it measured none."""
+def round_value(bench, ttft=None):
+    """A round's single-stream decode tok/s: the geometric mean of its repeats' decode after the first token
+    (module_utils/probe/workload.blocks, categories weighted alike, after ``ttft``: {category: ms}), else of its
+    blocks as vllm_bench gave them, else its overall decode at concurrency 1; None when it measured none."""
     bench = bench or {}
-    blocks = [b for b in bench.get("blocks") or [] if isinstance(b, (int, float)) and b > 0]
+    runs = [run for run in bench.get("runs") or [] if isinstance(run, dict) and run.get("client")]
+    blocks = []
+    if runs:
+        names = set(run.get("category") for run in runs)
+        blocks = workload.blocks(runs, dict((name, 1.0) for name in names), ttft=ttft)
+    if not blocks:
+        blocks = [b for b in bench.get("blocks") or [] if isinstance(b, (int, float)) and b > 0]
     if blocks:
         return round(math.exp(sum(math.log(b) for b in blocks) / len(blocks)), 3)
     value = ((bench.get("overall") or {}).get("1") or {}).get("decode_tokens_per_second")
@@ -37,10 +47,17 @@ def round_value(bench):
 
 
 def by_round(results):
-    """{name: {round: single-stream decode tok/s}} of the rounds in which each configuration served."""
+    """{name: {round: single-stream decode tok/s}} of the rounds in which each configuration served. The typical
+    time to first token each request's decode is measured after is the configuration's, over all its rounds: one
+    round's runs may all have been read by a starved client."""
+    served = [r for r in results if r.get("status") == "ready" and r.get("bench")]
+    runs = {}
+    for result in served:
+        runs.setdefault(result["name"], []).extend(
+            run for run in (result["bench"].get("runs") or []) if isinstance(run, dict) and run.get("client"))
     out = {}
-    for result in results:
-        value = round_value(result.get("bench")) if result.get("status") == "ready" else None
+    for result in served:
+        value = round_value(result["bench"], workload.reference_ttft(runs[result["name"]]))
         if value is not None:
             out.setdefault(result["name"], {})[int(result.get("round") or 0)] = value
     return out
