@@ -273,7 +273,7 @@ def _speedup_verdict(decode, speedup, baseline, wanted, interval, inconclusive):
         return "%s, wholly below min_speedup %s" % (shown, wanted), None
     if judged == intervals.PASSED:
         return None, None
-    more = intervals.blocks_for(interval, max(abs(interval["ratio"] - wanted) / interval["ratio"], 0.005))
+    more = intervals.blocks_to_tell(interval, wanted)
     why = ("%s: min_speedup %s lies inside the interval, so this measurement cannot tell%s" %
            (shown, wanted, "; about %d blocks on each side would (vllm_server_bench_repeats)" % more if more else ""))
     if inconclusive == "pass":

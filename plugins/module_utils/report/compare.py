@@ -166,10 +166,20 @@ def compare(results, target_concurrency=1, mix=None):
         "rounds": per_round, "speedup_intervals": speedup_intervals,
         "noise_floor": rounds.noise_floor(results, per_round),
         "failed": [{"name": r["name"], "status": r.get("status"), "reason": r.get("reason", ""), "msg": r.get("msg", "")}
-                   for r in results if r["name"] not in by and r is next(x for x in results if x["name"] == r["name"])],
+                   for r in _never_served(results, by)],
         # Each configuration's wall time on the canary: its checks, its start (or rollback) and its measurements.
         "seconds": _seconds(results),
     }
+
+
+def _never_served(results, served):
+    """The first result of each configuration that served in no round."""
+    out, names = [], set()
+    for r in results:
+        if r["name"] not in served and r["name"] not in names:
+            names.add(r["name"])
+            out.append(r)
+    return out
 
 
 def _seconds(results):
@@ -238,7 +248,7 @@ def recommend(served, scores, by, plain, target_concurrency, per_round=None):
             if out["told_apart"]:
                 lines.append(said)
             else:
-                more = intervals.blocks_for(interval, max(abs(interval["ratio"] - 1.0) / interval["ratio"], 0.005))
+                more = intervals.blocks_to_tell(interval, 1.0)
                 lines.append("cannot tell %s and %s apart within this run: %s holds 1.00%s" % (
                     best["name"], runner["name"], said,
                     "; about %d rounds would (vllm_compare_rounds)" % more if more else ""))

@@ -180,6 +180,17 @@ def blocks_for(interval, target=TARGET_HALF_WIDTH):
     return int(math.ceil(interval["n"] * (interval["half_width"] / target) ** 2))
 
 
+def blocks_to_tell(interval, against):
+    """About how many blocks would put ``against`` (1.00, or a gate's minimum) outside the interval (blocks_for, the
+    target being the distance from the ratio to it, at least 0.5%)."""
+    return blocks_for(interval, max(abs(interval["ratio"] - against) / interval["ratio"], 0.005))
+
+
+def geometric_mean(values):
+    """The geometric mean of positive values: the mean a ratio of throughputs is taken on."""
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
 def describe(interval, unit="block"):
     """``1.31x [1.22, 1.41], 6 blocks`` or ``1.31x (one block: no interval)``; ``unit`` names what was counted."""
     if interval["low"] is None:

@@ -6,8 +6,7 @@ A compare run measures its configurations in rounds (module_utils/report/interva
 each configuration started afresh in each round. A round's figure for a configuration is its single-stream decode
 tok/s in that round (the geometric mean of the round's repeats): time per output token after the first, what a
 drafter changes, not aggregate tok/s, which mixes in prefill and per-request overhead; from wall clock, each
-request's latency less the configuration's typical time to first token (module_utils/probe/workload.
-decode_after_first). Two
+request's latency less the configuration's typical time to first token (workload.decode_after_first). Two
 configurations measured in the same rounds give one log ratio per round, and the speed-up's 95% interval is the
 paired t interval on them: the host's drift within a round touches both, and the counterbalanced order cancels a
 drift linear in time. Repeats inside one round cannot show that drift, so one round gives no interval.
@@ -17,8 +16,6 @@ other is this host's noise floor, and must contain 1.00.
 """
 
 from __future__ import annotations
-
-import math
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload
 from ansible_collections.llmops.vllm.plugins.module_utils.report import intervals
@@ -39,7 +36,7 @@ def round_value(bench, ttft=None):
     if not blocks:
         blocks = [b for b in bench.get("blocks") or [] if isinstance(b, (int, float)) and b > 0]
     if blocks:
-        return round(math.exp(sum(math.log(b) for b in blocks) / len(blocks)), 3)
+        return round(intervals.geometric_mean(blocks), 3)
     value = ((bench.get("overall") or {}).get("1") or {}).get("decode_tokens_per_second")
     if value is None:
         value = bench.get("decode_tokens_per_second")
@@ -98,9 +95,7 @@ def noise_floor(results, rounds=None):
 
 def ranked(rounds):
     """Names by their single-stream decode tok/s over their rounds (geometric mean), fastest first."""
-    def mean(values):
-        return math.exp(sum(math.log(v) for v in values) / len(values))
-    return sorted(rounds, key=lambda name: -mean(list(rounds[name].values())))
+    return sorted(rounds, key=lambda name: -intervals.geometric_mean(list(rounds[name].values())))
 
 
 def settled(results, target=intervals.TARGET_HALF_WIDTH):
