@@ -255,7 +255,9 @@ def test_the_compare_run_found_the_random_drafter_does_not_pay_and_said_why():
     assert by["no-speculation"]["bench"]["overall"]["1"]["acceptance_length"] is None
     recommendation = kept["recommendation"]
     assert not recommendation["dflash_pays"] and recommendation["name"] == "no-speculation", recommendation
-    assert "DFlash does not pay here" in recommendation["msg"] and "almost never accepted" in recommendation["msg"]
+    # Slower, or ahead on tok/s by the noise of a two-core host but not shown faster by its rounds.
+    assert re.search("DFlash (does not pay|is not shown to pay) here", recommendation["msg"]), recommendation["msg"]
+    assert "almost never accepted" in recommendation["msg"], recommendation["msg"]
     # With its paired interval over the two rounds (module_utils/report/rounds), told apart or said not to be.
     interval = recommendation["interval"]
     assert interval["n"] == 2 and interval["low"] <= interval["ratio"] <= interval["high"], interval

@@ -222,17 +222,49 @@ def _step_cost(cell, plain_cell):
     return round((cell["acceptance_length"] / cell["decode"]) / (1.0 / plain_cell["decode"]), 3)
 
 
+PRACTICAL_ROUNDS = 50
+
+
+def _more_rounds(interval):
+    """What would tell two configurations apart: about how many rounds, or that the noise is far larger than the
+    difference (more rounds than a compare run would take)."""
+    more = intervals.blocks_to_tell(interval, 1.0)
+    if not more:
+        return ""
+    if more > PRACTICAL_ROUNDS:
+        return "; the noise between rounds is far larger than the difference (over %d rounds would be needed)" % (
+            PRACTICAL_ROUNDS)
+    return "; about %d rounds would (vllm_compare_rounds)" % more
+
+
+def _unproven(best, ranked, per_round):
+    """When the fastest configuration is a DFlash one and its rounds do not show it faster than the fastest baseline
+    (its paired interval holds 1.00, or lies below it): that baseline and the interval. None otherwise, and with one
+    round, which gives no interval."""
+    base = next((r for r in ranked if r["baseline"]), None)
+    if best["baseline"] or base is None:
+        return None
+    interval = rounds.paired(per_round or {}, best["name"], base["name"])
+    if interval is None or interval["low"] is None or interval["low"] > 1.0:
+        return None
+    return base, interval
+
+
 def recommend(served, scores, by, plain, target_concurrency, per_round=None):
     """The configuration with the most tok/s at the target concurrency over the mix, and the evidence: the paired
     interval of its single-stream decode over the runner-up's, from the rounds; "cannot tell apart" when it holds
-    1.00."""
+    1.00. A DFlash configuration is recommended only when its rounds show it faster than the fastest baseline: when
+    they cannot, the baseline is (DFlash not shown to pay is DFlash not worth deploying)."""
     ranked = sorted([r for r in served if scores.get(r["name"]) is not None], key=lambda r: -scores[r["name"]])
     if not ranked:
         return {"name": None, "msg": "no configuration was measured at concurrency %d" % target_concurrency}
     best = ranked[0]
     runner = ranked[1] if len(ranked) > 1 else None
+    unproven = _unproven(best, ranked, per_round)
+    if unproven:
+        best, runner = unproven[0], best
     spread = max([(by[r["name"]][OVERALL].get(target_concurrency) or {}).get("spread") or 0.0
-                  for r in ranked[:2]] or [0.0])
+                  for r in (best, runner) if r] or [0.0])
     margin = _ratio(scores[best["name"]], scores[runner["name"]]) if runner else None
     interval = rounds.paired(per_round or {}, best["name"], runner["name"]) if runner else None
     out = {"name": best["name"], "tokens_per_second": scores[best["name"]], "speculation_pays": bool(best["method"]),
@@ -240,18 +272,20 @@ def recommend(served, scores, by, plain, target_concurrency, per_round=None):
            "margin": margin, "spread": spread, "interval": interval,
            "told_apart": None if interval is None or interval["low"] is None else intervals.tells_apart(interval)}
     lines = ["%s: %.2f tok/s at concurrency %d" % (best["name"], scores[best["name"]], target_concurrency)]
-    if runner:
+    if unproven:
+        lines.append("kept over %s (%.2f tok/s, %.2fx), which its rounds do not show faster" % (
+            runner["name"], scores[runner["name"]], _ratio(scores[runner["name"]], scores[best["name"]])))
+    elif runner:
         lines.append("%.2fx %s (%.2f tok/s)" % (margin, runner["name"], scores[runner["name"]]))
+    if runner:
         if interval is not None and interval["low"] is not None:
             said = ("single-stream decode %.2fx the runner-up's, 95%% interval [%.2f, %.2f] over %d rounds"
                     % (interval["ratio"], interval["low"], interval["high"], interval["n"]))
             if out["told_apart"]:
                 lines.append(said)
             else:
-                more = intervals.blocks_to_tell(interval, 1.0)
                 lines.append("cannot tell %s and %s apart within this run: %s holds 1.00%s" % (
-                    best["name"], runner["name"], said,
-                    "; about %d rounds would (vllm_compare_rounds)" % more if more else ""))
+                    best["name"], runner["name"], said, _more_rounds(interval)))
         elif margin is not None and margin - 1.0 <= spread:
             lines.append("within the spread of the repeated runs (%.0f%%), and one round cannot show the host's "
                          "drift: measure in more rounds (vllm_compare_rounds) to tell them apart" % (100 * spread))
@@ -261,7 +295,8 @@ def recommend(served, scores, by, plain, target_concurrency, per_round=None):
         cell = by[top["name"]][OVERALL].get(1)
         plain_cell = by[plain["name"]][OVERALL].get(1) if plain else None
         length = (cell or {}).get("acceptance_length")
-        why = "DFlash does not pay here: its best configuration, %s, gives %.2f tok/s" % (top["name"], scores[top["name"]])
+        why = "DFlash %s here: its best configuration, %s, gives %.2f tok/s" % (
+            "is not shown to pay" if unproven else "does not pay", top["name"], scores[top["name"]])
         if length is not None and length < MISCONFIGURED_BELOW:
             why += (" with a mean acceptance length of %.2f: its drafts are almost never accepted, so each step costs "
                     "more and yields no more tokens (a drafter that does not match its target, or prompts unlike its "
@@ -273,7 +308,8 @@ def recommend(served, scores, by, plain, target_concurrency, per_round=None):
                 why += ", but each step costs %.2fx a step without speculation" % cost
         lines.append(why)
     if not best["method"]:
-        lines.append("speculation does not pay here: no speculative configuration was faster than none")
+        lines.append("speculation %s here: no speculative configuration was %sfaster than none" % (
+            ("is not shown to pay", "shown ") if unproven else ("does not pay", "")))
     out["msg"] = "; ".join(lines)
     return out
 

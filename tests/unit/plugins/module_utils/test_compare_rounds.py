@@ -69,7 +69,28 @@ def test_a_clear_winner_is_told_apart_with_its_interval():
 def test_a_close_pair_is_said_to_be_indistinguishable_with_what_would_tell():
     rec = compare.compare(CLOSE)["recommendation"]
     assert rec["told_apart"] is False
-    assert "cannot tell" in rec["msg"] and "holds 1.00" in rec["msg"] and "vllm_compare_rounds" in rec["msg"]
+    # 1.00x: no number of rounds would tell them apart, and the message says so rather than a count.
+    assert "cannot tell" in rec["msg"] and "holds 1.00" in rec["msg"] and "far larger" in rec["msg"]
+    assert rec["name"] == "none" and "no speculative configuration was shown faster" in rec["msg"]
+
+
+def test_dflash_ahead_on_tok_s_but_not_shown_faster_by_its_rounds_is_not_recommended():
+    # k4 leads on aggregate tok/s (output 2x), but its rounds' single-stream decode swings from 0.3x to 3x the
+    # baseline's: the interval holds 1.00, so the baseline is kept and the message says why.
+    results = run([("none", "", 0, [[300, 300], [300, 300]]), ("k4", "dflash", 4, [[900, 900], [100, 100]])])
+    for r in results:
+        if r["name"] == "k4":
+            r["bench"]["overall"]["1"]["output_tokens_per_second"] = 600.0
+    rec = compare.compare(results)["recommendation"]
+    assert rec["name"] == "none" and not rec["dflash_pays"] and rec["runner_up"] == "k4", rec
+    assert rec["told_apart"] is False and rec["interval"]["low"] < 1.0 < rec["interval"]["high"]
+    assert "kept over k4" in rec["msg"] and "DFlash is not shown to pay here" in rec["msg"], rec["msg"]
+    assert "far larger than the difference" in rec["msg"], rec["msg"]
+
+
+def test_dflash_shown_faster_by_its_rounds_is_recommended():
+    rec = compare.compare(CLEAR)["recommendation"]
+    assert rec["name"] == "k4" and rec["dflash_pays"] and "kept over" not in rec["msg"]
 
 
 def test_one_round_gives_no_interval_and_says_so():
