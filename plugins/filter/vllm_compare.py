@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import compare as compare_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import tune as tune_plan
 from ansible_collections.llmops.vllm.plugins.module_utils.report import compare as compare_report
 from ansible_collections.llmops.vllm.plugins.module_utils.report import intervals as compare_intervals
 from ansible_collections.llmops.vllm.plugins.module_utils.report import rounds as compare_rounds
@@ -68,6 +69,17 @@ def vllm_compare_baseline(directory: str, name: str, fields: Any, settings: Any)
             "blocks": compare_report.measured_blocks(kept, str(name)) if value else []}
 
 
+def vllm_tune_choice(latest: str, configurations: Any, deployed: Any) -> dict[str, Any]:
+    """What a tune run rolls out, from the compare record kept at ``latest`` (module_utils/plan/tune)."""
+    try:
+        with open(str(latest)) as fh:
+            kept = json.load(fh)
+    except (OSError, ValueError) as exc:
+        return {"name": None, "keep": True, "settings": {}, "gate": None,
+                "why": "the compare run's record %s could not be read: %s" % (latest, exc)}
+    return tune_plan.choose(kept, [_dict(c) for c in configurations or []], _dict(deployed))
+
+
 class FilterModule:
     """Compare run filters."""
 
@@ -75,4 +87,5 @@ class FilterModule:
         return {"vllm_compare_problems": vllm_compare_problems, "vllm_compare_order": vllm_compare_order,
                 "vllm_compare_settings": vllm_compare_settings, "vllm_compare_describe": vllm_compare_describe,
                 "vllm_compare_key": vllm_compare_key, "vllm_compare_baseline": vllm_compare_baseline,
-                "vllm_compare_schedule": vllm_compare_schedule, "vllm_compare_settled": vllm_compare_settled}
+                "vllm_compare_schedule": vllm_compare_schedule, "vllm_compare_settled": vllm_compare_settled,
+                "vllm_tune_choice": vllm_tune_choice}

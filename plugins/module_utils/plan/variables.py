@@ -4,7 +4,7 @@
 by Ansible, so the deploy would run with the default instead. Each is named with the closest known name.
 
 The known names are the options of every role's ``meta/argument_specs.yml`` (read by the caller), the playbooks' own
-settings (DEPLOY, COMPARE), and the facts the roles publish for each other (PUBLISHED).
+settings (DEPLOY, COMPARE, TUNE), and the facts the roles publish for each other (PUBLISHED).
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ import re
 from ansible_collections.llmops.vllm.plugins.module_utils.plan.compare import RUN_OPTIONS
 from ansible_collections.llmops.vllm.plugins.module_utils.plan.layers import LAYER
 
-PREFIXES = re.compile(r"^vllm_(common|install|drafter|server|frontend|deploy|compare|status|rollback|remove)_")
+PREFIXES = re.compile(r"^vllm_(common|install|drafter|server|frontend|deploy|compare|tune|status|rollback|remove)_")
 # playbooks/deploy.yml's own settings.
 DEPLOY = ("vllm_deploy_serial", "vllm_deploy_max_fail_percentage", "vllm_deploy_report_path",
           "vllm_deploy_prometheus_targets_path", "vllm_deploy_speed_report_dir")
 # playbooks/compare.yml's own settings.
 COMPARE = ("vllm_compare_canary", "vllm_compare_configurations", "vllm_compare_concurrency", "vllm_compare_repeats",
            "vllm_compare_target_concurrency", "vllm_compare_mix", "vllm_compare_finish", "vllm_compare_dir") + RUN_OPTIONS
+# playbooks/tune.yml's own settings (with the compare run's).
+TUNE = ("vllm_tune_vars_file",)
 # The operations playbooks' own settings (status.yml, rollback.yml, remove.yml).
 OPERATIONS = ("vllm_status_path", "vllm_rollback_report_path", "vllm_rollback_hosts", "vllm_remove_hosts")
 # Facts a role or the playbook sets for a later play, a later role or another host.
@@ -35,8 +37,8 @@ PUBLISHED = ("vllm_deploy_failed", "vllm_deploy_not_rolled", "vllm_deploy_reache
 
 def known_names(argument_specs):
     """Every option name of the argument specs given (each a parsed meta/argument_specs.yml), with DEPLOY,
-    COMPARE, OPERATIONS and PUBLISHED."""
-    names = set(DEPLOY) | set(COMPARE) | set(OPERATIONS) | set(PUBLISHED)
+    COMPARE, TUNE, OPERATIONS and PUBLISHED."""
+    names = set(DEPLOY) | set(COMPARE) | set(TUNE) | set(OPERATIONS) | set(PUBLISHED)
     for spec in argument_specs:
         for entry in ((spec or {}).get("argument_specs") or {}).values():
             names.update(((entry or {}).get("options") or {}).keys())
