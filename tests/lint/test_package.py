@@ -50,7 +50,7 @@ def test_no_run_output_is_shipped(shipped):
 
 def test_the_operations_and_their_guide_are_shipped(shipped):
     for name in ("playbooks/deploy.yml", "playbooks/status.yml", "playbooks/rollback.yml", "playbooks/remove.yml",
-                 "playbooks/prune.yml", "playbooks/compare.yml", "docs/operations.md", "docs/getting-started.md",
+                 "playbooks/prune.yml", "playbooks/compare.yml", "playbooks/tune.yml", "docs/operations.md", "docs/getting-started.md",
                  "inventories/example/hosts.yml", "CHANGELOG.rst", "README.md"):
         assert name in shipped, name
 

@@ -50,6 +50,12 @@ def test_ansible_test_sanity_is_clean(tmp_path):
     assert proc.returncode == 0, proc.stdout[-10000:] + proc.stderr[-6000:]
 
 
+def test_the_action_group_holds_every_module():
+    # module_defaults for group/llmops.vllm.vllm reach only the modules listed: a module left out ignores them.
+    listed = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())["action_groups"]["vllm"]
+    assert sorted(listed) == sorted(p.stem for p in (REPO / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
+
+
 @pytest.mark.parametrize("plugin", ["llmops.vllm.vllm_wait", "llmops.vllm.vllm_model_info", "llmops.vllm.vllm_config_check",
                                     "llmops.vllm.vllm_port_owner"])
 def test_module_docs_render(plugin):
