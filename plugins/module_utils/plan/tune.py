@@ -14,6 +14,10 @@ they stay the inventory's), and a speed gate set from what was just measured: a 
 fastest baseline the compare run kept (``vllm_server_gate_baseline_config``), with ``vllm_server_gate_min_speedup``
 the lower bound of its interval, rounded down to a hundredth: a host whose own interval lies wholly below what the
 canary surely showed is rolled back; one its few repeats cannot decide passes, since the canary decided.
+
+A shorter K than the chosen one's may be predicted faster (module_utils/report/draft_length, from the per-position
+acceptance at the longest K measured): the choice names it with its predicted gain, as a configuration to add to
+the next run to confirm it by measurement. A prediction is not rolled out.
 """
 
 from __future__ import annotations
@@ -51,6 +55,30 @@ def _gate(record, chosen):
     if best is None:
         return None, None
     return best[0], math.floor(best[1] * 100) / 100.0
+
+
+def confirm(record, chosen):
+    """The K predicted faster than the chosen DFlash configuration's and not measured, as {k, predicted_tokens_per_second,
+    measured_tokens_per_second (the chosen's), gain, configuration}; None when there is none."""
+    if not chosen or not chosen.get("method") or chosen.get("baseline"):
+        return None
+    for group in record.get("draft_length") or []:
+        if chosen["name"] not in group.get("configurations", []):
+            continue
+        rows = group.get("rows") or []
+        here = next((r for r in rows if r["k"] == chosen.get("k")), None)
+        top = max(rows, key=lambda r: (r["predicted_tokens_per_second"], -r["k"])) if rows else None
+        if not here or not top or top["k"] == chosen.get("k") or top.get("measured_tokens_per_second") is not None:
+            return None
+        against = here.get("measured_tokens_per_second") or here["predicted_tokens_per_second"]
+        if not against or top["predicted_tokens_per_second"] <= against:
+            return None
+        return {"k": top["k"], "predicted_tokens_per_second": top["predicted_tokens_per_second"],
+                "measured_tokens_per_second": against,
+                "gain": round(top["predicted_tokens_per_second"] / against - 1.0, 4),
+                "configuration": {"name": "dflash-k%d" % top["k"],
+                                  "speculative": {"method": chosen["method"], "num_speculative_tokens": top["k"]}}}
+    return None
 
 
 def choose(record, configurations, deployed):
@@ -92,9 +120,15 @@ def choose(record, configurations, deployed):
         settings["vllm_server_gate_baseline_config"] = baseline or ""
         settings["vllm_server_gate_min_speedup"] = minimum
         settings["vllm_server_gate_inconclusive"] = "pass" if baseline else "fail"
-    return {"name": name, "keep": keep, "settings": settings,
-            "gate": {"baseline": baseline, "min_speedup": minimum} if baseline else None,
-            "why": ("%s is what the inventory runs already; " % name if keep else "") + (rec.get("msg") or "")}
+    suggestion = confirm(record, _result(record, name))
+    why = ("%s is what the inventory runs already; " % name if keep else "") + (rec.get("msg") or "")
+    if suggestion:
+        why += ("; K=%d is predicted %.0f%% faster (%.2f against %.2f tok/s, from the per-position acceptance): add "
+                "it to vllm_compare_configurations to confirm it by measurement" % (
+                    suggestion["k"], 100 * suggestion["gain"], suggestion["predicted_tokens_per_second"],
+                    suggestion["measured_tokens_per_second"]))
+    return {"name": name, "keep": keep, "settings": settings, "confirm": suggestion,
+            "gate": {"baseline": baseline, "min_speedup": minimum} if baseline else None, "why": why}
 
 
 def _interval_text(interval):

@@ -87,3 +87,22 @@ def test_nothing_measured_is_nothing_to_choose():
     choice = tune.choose({"recommendation": {"name": None, "msg": "no configuration was measured at concurrency 1"}},
                          CONFIGURATIONS, DEPLOYED)
     assert choice["name"] is None and "no configuration was measured" in choice["why"]
+
+
+def test_a_shorter_k_predicted_faster_is_named_to_confirm_not_rolled_out():
+    record = kept([("none", "", 0, [[300, 305], [280, 282], [310, 300]]),
+                   ("k4", "dflash", 4, [[800, 810], [760, 770], [830, 820]])])
+    # Per-position acceptance that falls fast after the first: K=1 carries most of the gain at a fraction of the cost.
+    record["draft_length"] = [{"configurations": ["k4"], "rows": [
+        {"k": 1, "predicted_tokens_per_second": 950.0, "measured_tokens_per_second": None},
+        {"k": 2, "predicted_tokens_per_second": 900.0, "measured_tokens_per_second": None},
+        {"k": 4, "predicted_tokens_per_second": 790.0, "measured_tokens_per_second": 805.0}]}]
+    choice = tune.choose(record, CONFIGURATIONS, DEPLOYED)
+    assert choice["name"] == "k4" and choice["keep"]
+    assert choice["confirm"]["k"] == 1 and choice["confirm"]["gain"] == round(950.0 / 805.0 - 1.0, 4)
+    assert choice["confirm"]["configuration"] == {"name": "dflash-k1",
+                                                  "speculative": {"method": "dflash", "num_speculative_tokens": 1}}
+    assert "K=1 is predicted 18% faster" in choice["why"], choice["why"]
+    record["draft_length"][0]["rows"][0]["predicted_tokens_per_second"] = 700.0
+    record["draft_length"][0]["rows"][1]["predicted_tokens_per_second"] = 700.0
+    assert tune.choose(record, CONFIGURATIONS, DEPLOYED)["confirm"] is None
