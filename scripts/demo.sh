@@ -31,26 +31,40 @@ for _ in $(seq 30); do
   sleep 1
 done
 
-log "ansible-playbook playbooks/deploy.yml -i inventories/demo"
-ansible-playbook playbooks/deploy.yml -i inventories/demo
+# The demo's API key, made once and kept outside the checkout (mode 0600), as a vars file: on a command line it would
+# show in ps. Every client call below sends it; without it the server answers 401.
+SECRETS="${LLMOPS_DEMO_SECRETS:-${XDG_CONFIG_HOME:-$HOME/.config}/llmops-vllm/demo-secrets.yml}"
+if [[ ! -s "$SECRETS" ]]; then
+  mkdir -p "$(dirname "$SECRETS")"
+  (umask 077 && printf 'vllm_server_api_key: %s\n' "$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')" > "$SECRETS")
+  log "made the demo's API key in $SECRETS (shown this once; read it again there)"
+  sed -n 's/^vllm_server_api_key: /key: /p' "$SECRETS" >&2
+  printf 'use it as:  curl -H "Authorization: Bearer $(sed -n %q %q)" http://127.0.0.1:%s/v1/models\n' \
+    's/^vllm_server_api_key: //p' "$SECRETS" "$PORT" >&2
+fi
+
+log "ansible-playbook playbooks/deploy.yml -i inventories/demo -e @$SECRETS"
+ansible-playbook playbooks/deploy.yml -i inventories/demo -e "@$SECRETS"
 
 log "the server, asked from this machine"
 # http_probe (Prometheus text parser) from the collection just installed and deployed.
-python3 - "http://127.0.0.1:$PORT" "$BUILD/collections" <<'PYEOF'
+python3 - "http://127.0.0.1:$PORT" "$BUILD/collections" "$SECRETS" <<'PYEOF'
 import json, sys, urllib.request
 
 sys.path.insert(0, sys.argv[2])
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
 
 base = sys.argv[1]
+key = next(line.split(": ", 1)[1].strip() for line in open(sys.argv[3]) if line.startswith("vllm_server_api_key: "))
 def get(path, body=None):
     data = json.dumps(body).encode() if body else None
-    req = urllib.request.Request(base + path, data, {"Content-Type": "application/json"})
+    req = urllib.request.Request(base + path, data, {"Content-Type": "application/json",
+                                                     "Authorization": "Bearer " + key})
     with urllib.request.urlopen(req, timeout=60) as resp:
         return resp.read().decode()
 
 models = json.loads(get("/v1/models"))["data"]
-print(f"endpoint:    {base}/v1  (model {models[0]['id']})")
+print(f"endpoint:    {base}/v1  (model {models[0]['id']}; the key in {sys.argv[3]})")
 # The demo's target agrees with its drafter because it always answers its end-of-text token: ignore_eos (vLLM's
 # sampling parameter) decodes 32 of them, each drafted and accepted.
 out = json.loads(get("/v1/completions", {"model": models[0]["id"], "prompt": "The health endpoint",
@@ -63,5 +77,5 @@ for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
     print(f"spec_decode_{name}_total: {value}")
 PYEOF
 
-log "ansible-playbook playbooks/compare.yml -i inventories/demo (DFlash against no speculation, side by side)"
-ansible-playbook playbooks/compare.yml -i inventories/demo
+log "ansible-playbook playbooks/compare.yml -i inventories/demo -e @$SECRETS (DFlash against no speculation, side by side)"
+ansible-playbook playbooks/compare.yml -i inventories/demo -e "@$SECRETS"
