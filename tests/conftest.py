@@ -46,6 +46,10 @@ def http_stub():
 # Each stage's time at the end of the run (lint, unit, integration, each molecule scenario), with the set-up
 # scripts/test.sh did before pytest: CI has a budget, and a stage that grows shows here first.
 _STAGE_SECONDS: dict[str, float] = defaultdict(float)
+# Each stage's budget in minutes (docs/development.md, "Time"): 45 in all, the most a fresh clone's run may take on
+# two cores, where CI stops at 90 and one run differs from the next by up to 35%.
+STAGE_BUDGET_MINUTES = {"set-up (scripts/lib.sh prepare_controller)": 1, "lint": 2, "unit": 1, "integration": 9,
+                        "molecule default": 13, "molecule fleet": 19}
 _SESSION_START = time.monotonic()
 
 
@@ -72,8 +76,19 @@ def pytest_terminal_summary(terminalreporter):
     order = ["lint", "unit", "integration"]
     rows += sorted(_STAGE_SECONDS.items(), key=lambda item: (order.index(item[0]) if item[0] in order else len(order), item[0]))
     for name, seconds in rows:
-        terminalreporter.write_line("%-45s %6.0f s  (%d min %02d s)" % (name, seconds, seconds // 60, seconds % 60))
+        terminalreporter.write_line("%-45s %6.0f s  (%d min %02d s)%s" % (
+            name, seconds, seconds // 60, seconds % 60, _against_budget(seconds, STAGE_BUDGET_MINUTES.get(name))))
     total = sum(seconds for _name, seconds in rows)
     wall = time.monotonic() - _SESSION_START + (float(prepare) if prepare and prepare.isdigit() else 0)
-    terminalreporter.write_line("%-45s %6.0f s  (%d min %02d s); wall %d min %02d s" % (
-        "total", total, total // 60, total % 60, wall // 60, wall % 60))
+    terminalreporter.write_line("%-45s %6.0f s  (%d min %02d s); wall %d min %02d s%s" % (
+        "total", total, total // 60, total % 60, wall // 60, wall % 60,
+        _against_budget(total, sum(STAGE_BUDGET_MINUTES.values()) if len(rows) > 1 else None)))
+
+
+def _against_budget(seconds: float, minutes: float | None) -> str:
+    """``  budget 9 min, 1 min 14 s left`` or ``  budget 9 min, OVER by 1 min 14 s``; nothing without a budget."""
+    if minutes is None:
+        return ""
+    left = minutes * 60 - seconds
+    return "  budget %d min, %s %d min %02d s" % (minutes, "left" if left >= 0 else "OVER by", abs(left) // 60,
+                                                  abs(left) % 60)

@@ -4,6 +4,7 @@ changelog: an entry for the version galaxy.yml says."""
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -78,3 +79,13 @@ def test_every_path_the_docs_cite_ships_or_is_named_checkout_only(shipped):
 def test_the_changelog_has_an_entry_for_this_version():
     # Made from changelogs/fragments by antsibull-changelog; ansible-test sanity's changelog test lints the fragments.
     assert re.search(r"^v%s\n=+$" % re.escape(VERSION), (REPO / "CHANGELOG.rst").read_text(), re.M), VERSION
+
+
+def test_the_guide_states_the_stage_budgets_the_suite_prints():
+    budgets = ast.literal_eval(re.search(r"STAGE_BUDGET_MINUTES = (\{[^}]*\})", (REPO / "tests" / "conftest.py").read_text(),
+                                         re.S).group(1))
+    guide = (REPO / "docs" / "development.md").read_text().split("### Time", 1)[1].split("\n\n")[2]
+    rows = dict(re.findall(r"^\| (.+?)(?: \(.*\))? \| (\d+) min \|", guide, re.M))
+    named = {name.replace("`", ""): int(minutes) for name, minutes in rows.items()}
+    assert named.pop("total") == sum(budgets.values()) == 45, named
+    assert named == {name.split(" (")[0]: minutes for name, minutes in budgets.items()}, (named, budgets)
