@@ -272,7 +272,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import safe_files
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload as workloads
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import bench_argv, evaluate, measure
@@ -341,7 +341,7 @@ def main():
             selected = dict((name, entries) for name, entries in selected.items() if name in p["categories"])
 
     started = time.monotonic()
-    base = http_probe.url_beside(p["url"], "/health")[:-len("/health")]
+    base = http_client.url_beside(p["url"], "/health")[:-len("/health")]
     headers = {"Authorization": "Bearer %s" % p["api_key"]} if p["api_key"] else {}
     concurrency = sorted(set(p["concurrency"]) | {1})
 
@@ -350,14 +350,14 @@ def main():
     path, warm = (("/v1/chat/completions", {"messages": [{"role": "user", "content": "Warm up"}]}) if endpoint == "chat"
                   else ("/v1/completions", {"prompt": "Warm up"}))
     for dummy in range(p["warmups"]):
-        answer = http_probe.post_json(base + path, dict(warm, model=p["model"], max_tokens=8,
+        answer = http_client.post_json(base + path, dict(warm, model=p["model"], max_tokens=8,
                                                         temperature=p["temperature"]), 120, headers)
         if answer.status != 200:
             module.fail_json(changed=False, status="failed", reason="bench_failed", notes=[], **dict(empty, msg=(
                 "the warm-up request got %s from %s%s" % (answer.status or answer.error, base, path))))
 
     def read_metrics():
-        answer = http_probe.get(base + "/metrics", 10, headers)
+        answer = http_client.get(base + "/metrics", 10, headers)
         if answer.status != 200:
             module.fail_json(changed=False, status="failed", reason="bench_failed", notes=[], **dict(empty, msg=(
                 "%s/metrics answered %s" % (base, answer.status or answer.error))))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import counters
 from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
 from ansible_collections.llmops.vllm.tests.integration.vllm_serve import SERVED, VllmServe, free_port, wait_args
@@ -58,7 +58,7 @@ def read_counters(server):
 
 
 def send_liveness_probe(server):
-    probe = liveness_probe.request(SERVED)
+    probe = liveness.request(SERVED)
     request = urllib.request.Request("http://127.0.0.1:%d%s" % (server.port, probe["path"]), probe["body"].encode(),
                                      {"Content-Type": "application/json"}, method=probe["method"])
     with urllib.request.urlopen(request, timeout=60) as answer:

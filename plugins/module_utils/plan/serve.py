@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload as workloads
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import kinds
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules as vllm_rules
@@ -289,7 +289,7 @@ def server_urls(host, port, public_name):
     and the endpoint, address and port a client elsewhere uses (the inventory's name for the host behind a
     wildcard bind)."""
     host = "" if host is None else str(host)
-    wildcard = host in http_probe.WILDCARD_HOSTS
+    wildcard = host in http_client.WILDCARD_HOSTS
     probe = "127.0.0.1" if wildcard else _bracketed(host)
     address = _bracketed(str(public_name)) if wildcard else probe
     return {"health_url": "http://%s:%s/health" % (probe, port), "local_url": "http://%s:%s" % (probe, port),

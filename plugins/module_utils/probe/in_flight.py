@@ -13,27 +13,27 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client
 
 IN_FLIGHT = ("vllm:num_requests_running", "vllm:num_requests_waiting")
 
 
 def in_flight(metrics_text):
     """Requests running or waiting, over every model and engine; None when the gauges are not there."""
-    samples = http_probe.parse_metrics(metrics_text)
+    samples = http_client.parse_metrics(metrics_text)
     if not any(name in samples for name in IN_FLIGHT):
         return None
-    return int(sum(http_probe.metric_total(samples, name) for name in IN_FLIGHT))
+    return int(sum(http_client.metric_total(samples, name) for name in IN_FLIGHT))
 
 
 def metrics_url_for(url):
     """The /metrics URL of a server, given it or the server's /health URL."""
-    return http_probe.url_beside(url, "/metrics")
+    return http_client.url_beside(url, "/metrics")
 
 
 def fetch_in_flight(url, timeout, headers=None):
     """(requests in flight, None), or (None, why) when /metrics cannot be read."""
-    result = http_probe.get(url, timeout, headers)
+    result = http_client.get(url, timeout, headers)
     if result.status != 200:
         return None, result.error or "HTTP %s" % result.status
     count = in_flight(result.body.decode("utf-8", "replace"))

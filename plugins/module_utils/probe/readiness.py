@@ -22,7 +22,7 @@ from __future__ import annotations
 import shutil
 import time
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import Listener, PidWatch, UnitWatch, port_owner
 from ansible_collections.llmops.vllm.plugins.module_utils.log import vocabulary
 from ansible_collections.llmops.vllm.plugins.module_utils.log.follower import Cursor, LogFollower, start_cursor
@@ -46,15 +46,15 @@ class WaitSettings(object):
         if timeout < 0 or interval <= 0 or probe_timeout <= 0:
             raise ValueError("timeout must be >= 0, interval and probe_timeout > 0")
         self.health_url = health_url
-        self.models_url = models_url or http_probe.models_url_for(health_url)
+        self.models_url = models_url or http_client.models_url_for(health_url)
         self.expect_model = expect_model
         self.api_key = api_key
         self.timeout = float(timeout)
         self.interval = float(interval)
         self.probe_timeout = float(probe_timeout)
         if port is None:
-            host, url_port = http_probe.url_host_port(health_url)
-            port = url_port if http_probe.is_local_host(host) else None
+            host, url_port = http_client.url_host_port(health_url)
+            port = url_port if http_client.is_local_host(host) else None
         self.port = port
         self.log_path = log_path
         # The start happened before this call (log_offset 'end'), so its start-up lines are not expected.
@@ -106,7 +106,7 @@ class VllmWaiter(object):
         self.watch = watch
         self.follower = follower
         self.process = process
-        self.prober = prober or http_probe.HttpProber()
+        self.prober = prober or http_client.HttpProber()
         self.owner_lookup = owner_lookup
         # The kernel's recent log (journalctl -k): whose OOM kills explain a death the process could not log.
         self.kernel_log = kernel_log or (lambda: "")
@@ -190,7 +190,7 @@ class VllmWaiter(object):
         s = self.settings
         result = self.prober.health(s.health_url, s.probe_timeout)
         self.health_status = result.status if result.status is not None else result.error
-        if result.status is None and result.error != http_probe.TIMEOUT:
+        if result.status is None and result.error != http_client.TIMEOUT:
             return None  # refused, reset: nobody serves yet
         owner = self._owner()
         self.listener = owner.kind

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client
 
 # Each feature: (name, path, the body beyond the model, what the answer must hold).
 _CHAT = "/v1/chat/completions"
@@ -71,7 +71,7 @@ def features(tool_parser=False, reasoning_parser=False):
     return FEATURES + ((TOOLS,) if tool_parser else ()) + ((REASONING,) if reasoning_parser else ())
 
 
-def run(base_url, model, api_key="", tool_parser=False, reasoning_parser=False, timeout=60.0, post=http.post_json):
+def run(base_url, model, api_key="", tool_parser=False, reasoning_parser=False, timeout=60.0, post=http_client.post_json):
     """[{name, ok, status, detail}] for each feature, in order; ``post`` is injected by the tests."""
     headers = {"Authorization": "Bearer %s" % api_key} if api_key else {}
     out = []

@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client
 from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
 
 METRICS = """# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
@@ -41,14 +41,14 @@ def free_port():
 
 
 def test_health_status_codes(server):
-    prober = http_probe.HttpProber()
+    prober = http_client.HttpProber()
     assert prober.health(server.url + "/health", 2).status == 200
     server.routes["/health"] = Route(503)
     assert prober.health(server.url + "/health", 2) == (503, None, b"")
 
 
 def test_models_sends_the_key_only_to_v1(server):
-    prober = http_probe.HttpProber()
+    prober = http_client.HttpProber()
     prober.health(server.url + "/health", 2)
     result, ids = prober.models(server.url + "/v1/models", "s3cret", 2)
     assert result.status == 200 and ids == ["tiny", "draft"]
@@ -58,26 +58,26 @@ def test_models_sends_the_key_only_to_v1(server):
 
 
 def test_wildcard_host_is_probed_on_loopback(server):
-    assert http_probe.get("http://0.0.0.0:%d/health" % server.port, 2).status == 200
+    assert http_client.get("http://0.0.0.0:%d/health" % server.port, 2).status == 200
 
 
 def test_refused():
-    assert http_probe.get("http://127.0.0.1:%d/health" % free_port(), 2) == (None, "refused", None)
+    assert http_client.get("http://127.0.0.1:%d/health" % free_port(), 2) == (None, "refused", None)
 
 
 def test_reset_like_docker_proxy(http_stub):
     http_stub.routes["/health"] = Route(reset=True)
-    assert http_probe.get(http_stub.url + "/health", 2).error == "reset"
+    assert http_client.get(http_stub.url + "/health", 2).error == "reset"
 
 
 def test_timeout(http_stub):
     http_stub.routes["/health"] = Route(delay=30)    # closing the stub ends the wait
-    assert http_probe.get(http_stub.url + "/health", 0.2).error == "timeout"
+    assert http_client.get(http_stub.url + "/health", 0.2).error == "timeout"
 
 
 def test_proxy_in_the_environment_is_not_used(server, monkeypatch):
     monkeypatch.setenv("http_proxy", "http://127.0.0.1:%d" % free_port())
-    assert http_probe.get(server.url + "/health", 2).status == 200
+    assert http_client.get(server.url + "/health", 2).status == 200
 
 
 @pytest.mark.parametrize("url, expected", [
@@ -86,7 +86,7 @@ def test_proxy_in_the_environment_is_not_used(server, monkeypatch):
     ("http://10.0.0.5:8000/health", "http://10.0.0.5:8000/health"),
 ])
 def test_local_url(url, expected):
-    assert http_probe.local_url(url) == expected
+    assert http_client.local_url(url) == expected
 
 
 @pytest.mark.parametrize("health, models", [
@@ -94,27 +94,27 @@ def test_local_url(url, expected):
     ("http://h:9000/prefix/health", "http://h:9000/prefix/v1/models"),
 ])
 def test_models_url_for(health, models):
-    assert http_probe.models_url_for(health) == models
+    assert http_client.models_url_for(health) == models
 
 
 def test_host_helpers():
-    assert http_probe.url_host_port("http://127.0.0.1:8123/health") == ("127.0.0.1", 8123)
-    assert http_probe.url_host_port("https://example.test/health") == ("example.test", 443)
-    assert http_probe.is_local_host("0.0.0.0") and http_probe.is_local_host("::1")
-    assert not http_probe.is_local_host("10.1.230.172")
+    assert http_client.url_host_port("http://127.0.0.1:8123/health") == ("127.0.0.1", 8123)
+    assert http_client.url_host_port("https://example.test/health") == ("example.test", 443)
+    assert http_client.is_local_host("0.0.0.0") and http_client.is_local_host("::1")
+    assert not http_client.is_local_host("10.1.230.172")
 
 
 def test_model_ids_tolerates_garbage():
-    assert http_probe.model_ids(b"not json") == []
-    assert http_probe.model_ids(b'{"data": [{"id": "a"}, {"x": 1}, "b"]}') == ["a"]
+    assert http_client.model_ids(b"not json") == []
+    assert http_client.model_ids(b'{"data": [{"id": "a"}, {"x": 1}, "b"]}') == ["a"]
 
 
 def test_prometheus_parsing():
-    samples = http_probe.parse_metrics(METRICS)
+    samples = http_client.parse_metrics(METRICS)
     assert samples["vllm:spec_decode_num_drafts_total"] == [({"engine": "0", "model_name": "tiny"}, 38.0)]
-    assert http_probe.metric_total(METRICS, "vllm:spec_decode_num_accepted_tokens_per_pos_total") == 7.0
-    assert http_probe.metric_total(samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total", position="1") == 2.0
-    assert http_probe.metric_total(METRICS, "vllm:absent_total") == 0.0
+    assert http_client.metric_total(METRICS, "vllm:spec_decode_num_accepted_tokens_per_pos_total") == 7.0
+    assert http_client.metric_total(samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total", position="1") == 2.0
+    assert http_client.metric_total(METRICS, "vllm:absent_total") == 0.0
 
 
 def test_a_server_that_drips_its_headers_is_cut_at_the_deadline():
@@ -142,9 +142,9 @@ def test_a_server_that_drips_its_headers_is_cut_at_the_deadline():
     worker = threading.Thread(target=drip, daemon=True)
     worker.start()
     started = time.monotonic()
-    result = http_probe.get("http://127.0.0.1:%d/health" % listener.getsockname()[1], timeout=1)
+    result = http_client.get("http://127.0.0.1:%d/health" % listener.getsockname()[1], timeout=1)
     took = time.monotonic() - started
     stop.set()
     listener.close()
-    assert result.error == http_probe.TIMEOUT and result.status is None
+    assert result.error == http_client.TIMEOUT and result.status is None
     assert took < 3, "the probe ran %.1f s past a 1 s deadline" % took

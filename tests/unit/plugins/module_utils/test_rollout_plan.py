@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import rollout as rollout_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import rollout
 
 PARTS = {"unit": "u1", "env file": "e1", "drafter or model files": "d1", "virtualenv": "v1"}
 ACTIVE = {"ActiveState": "active", "Result": "success", "NRestarts": "0"}
@@ -37,20 +37,20 @@ HISTORY = {"D1": PARTS}
     ({"ActiveState": "reloading"}, inputs(), HISTORY, []),
 ])
 def test_restart_reasons(status, found, history, reasons):
-    assert rollout_plan.restart_reasons(status, found, history) == reasons
+    assert rollout.restart_reasons(status, found, history) == reasons
 
 
 def test_a_failed_server_is_named_with_the_reason_from_its_log():
     why = {"reason": "config_error", "root_cause_line": "x" * 200}
-    text = rollout_plan.failed_reason({"Result": "exit-code", "NRestarts": 2}, why)
+    text = rollout.failed_reason({"Result": "exit-code", "NRestarts": 2}, why)
     assert text.startswith("was in a crash loop (exit-code after 2 restarts, stopped by its start limit): config_error, x")
     assert text.endswith("...") and len(text.rsplit(", ", 1)[1]) == 160
 
 
 def test_check_mode_previews_come_first_and_are_not_repeated():
-    reasons = rollout_plan.restart_reasons(ACTIVE, inputs(digest="D2", unit="u2"), HISTORY, previews=["unit changed"])
+    reasons = rollout.restart_reasons(ACTIVE, inputs(digest="D2", unit="u2"), HISTORY, previews=["unit changed"])
     assert reasons == ["unit changed"]
-    assert rollout_plan.restart_reasons(ACTIVE, inputs(), HISTORY, previews=["drafter or model files changed"]) == [
+    assert rollout.restart_reasons(ACTIVE, inputs(), HISTORY, previews=["drafter or model files changed"]) == [
         "drafter or model files changed"]
 
 
@@ -63,21 +63,21 @@ def test_check_mode_previews_come_first_and_are_not_repeated():
     (inputs(digest="D2", unit="u2"), "D2", True, {"restart": True, "reasons": ["unit changed"], "check": True, "checks": True}),
 ])
 def test_plan(found, checked, check_mode, decision):
-    assert rollout_plan.plan(ACTIVE, found, HISTORY, checked, check_mode=check_mode) == decision
+    assert rollout.plan(ACTIVE, found, HISTORY, checked, check_mode=check_mode) == decision
 
 
 def test_a_server_no_start_of_whose_inputs_passed_its_checks_is_checked_again_without_a_restart():
     # A run stopped between the start and the last-good record: the server runs the host's inputs, and the last
     # start that passed its checks had others (or there is none).
     for confirmed in ("D0", ""):
-        decision = rollout_plan.plan(ACTIVE, dict(inputs(), confirmed=confirmed), HISTORY, "D1")
-        assert decision == {"restart": False, "reasons": [rollout_plan.UNCHECKED], "check": False, "checks": True}
+        decision = rollout.plan(ACTIVE, dict(inputs(), confirmed=confirmed), HISTORY, "D1")
+        assert decision == {"restart": False, "reasons": [rollout.UNCHECKED], "check": False, "checks": True}
         # It rolls in a batch, never with the hosts confirmed all at once.
-        assert rollout_plan.stage_restarts(ACTIVE, dict(inputs(), staged_digest="D1", confirmed=confirmed)) is True
-    assert rollout_plan.plan(ACTIVE, dict(inputs(), confirmed="D1"), HISTORY, "D1")["checks"] is False
-    assert rollout_plan.stage_restarts(ACTIVE, dict(inputs(), staged_digest="D1", confirmed="D1")) is False
+        assert rollout.stage_restarts(ACTIVE, dict(inputs(), staged_digest="D1", confirmed=confirmed)) is True
+    assert rollout.plan(ACTIVE, dict(inputs(), confirmed="D1"), HISTORY, "D1")["checks"] is False
+    assert rollout.stage_restarts(ACTIVE, dict(inputs(), staged_digest="D1", confirmed="D1")) is False
     # A restart takes the checks anyway, with its own reasons.
-    decision = rollout_plan.plan(ACTIVE, dict(inputs(digest="D2", unit="u2"), confirmed="D0"), HISTORY, "D2")
+    decision = rollout.plan(ACTIVE, dict(inputs(digest="D2", unit="u2"), confirmed="D0"), HISTORY, "D2")
     assert decision["reasons"] == ["unit changed"] and decision["checks"]
 
 
@@ -89,7 +89,7 @@ def test_a_server_no_start_of_whose_inputs_passed_its_checks_is_checked_again_wi
     (ACTIVE, inputs(), True, True),
 ])
 def test_stage_check(status, found, check_mode, check):
-    assert rollout_plan.stage_check(status, found, check_mode) is check
+    assert rollout.stage_check(status, found, check_mode) is check
 
 
 @pytest.mark.parametrize("status, found, check_mode, restarts", [
@@ -107,7 +107,7 @@ def test_stage_check(status, found, check_mode, check):
     (ACTIVE, dict(inputs(), staged_digest="D2"), True, False),
 ])
 def test_stage_restarts(status, found, check_mode, restarts):
-    assert rollout_plan.stage_restarts(status, found, check_mode) is restarts
+    assert rollout.stage_restarts(status, found, check_mode) is restarts
 
 
 FACTS = {"endpoint": "http://h:8000", "version": "0.32.0", "model": "tiny", "speculative_method": "dflash", "drained": "2",
@@ -116,7 +116,7 @@ FACTS = {"endpoint": "http://h:8000", "version": "0.32.0", "model": "tiny", "spe
 
 def test_the_record_of_a_start():
     wait = {"status": "ready", "reason": "ready", "elapsed": 40.0, "phases": {"load": 30}, "pid": "123"}
-    record = rollout_plan.result(wait, {"restart": True, "reasons": ["unit changed"]}, FACTS)
+    record = rollout.result(wait, {"restart": True, "reasons": ["unit changed"]}, FACTS)
     assert record == {"status": "ready", "reason": "ready", "elapsed": 41.27, "phases": {"load": 30}, "pid": 123,
                       "restarted": True, "restart_reasons": ["unit changed"], "rolled_back": False,
                       "endpoint": "http://h:8000", "drained": 2, "version": "0.32.0", "model": "tiny",
@@ -125,20 +125,20 @@ def test_the_record_of_a_start():
 
 def test_the_record_of_a_confirmation_and_of_check_mode():
     check = {"status": "ready", "reason": "ready", "elapsed": 0.02, "pid": 7}
-    kept = rollout_plan.result(check, {"restart": False, "reasons": []}, dict(FACTS, elapsed="None"))
+    kept = rollout.result(check, {"restart": False, "reasons": []}, dict(FACTS, elapsed="None"))
     assert (kept["restarted"], kept["elapsed"], kept["pid"]) == (False, 0.02, 7)
-    planned = rollout_plan.result({}, {"restart": True, "reasons": ["unit changed"]}, dict(FACTS, check_mode="True"))
+    planned = rollout.result({}, {"restart": True, "reasons": ["unit changed"]}, dict(FACTS, check_mode="True"))
     assert (planned["status"], planned["restarted"], planned["restart_reasons"]) == ("check mode", False, ["unit changed"])
 
 
 def test_the_record_of_a_failure():
     failure = {"status": "failed", "reason": "out_of_memory", "elapsed": 12.0, "phases": {}, "hint": "lower it",
                "bench": {}, "refused": "False", "rolled_back": True}
-    record = rollout_plan.result({}, {"restart": True, "reasons": ["unit changed"]}, FACTS, failure)
+    record = rollout.result({}, {"restart": True, "reasons": ["unit changed"]}, FACTS, failure)
     assert record == {"status": "failed", "reason": "out_of_memory", "elapsed": 12.0, "phases": {}, "pid": 0,
                       "restarted": True, "restart_reasons": ["unit changed"], "rolled_back": True,
                       "endpoint": "http://h:8000", "drained": 2, "version": "0.32.0", "hint": "lower it", "bench": {}}
-    refused = rollout_plan.result({}, {"restart": True, "reasons": []}, FACTS, dict(failure, refused=True, rolled_back="False"))
+    refused = rollout.result({}, {"restart": True, "reasons": []}, FACTS, dict(failure, refused=True, rolled_back="False"))
     assert (refused["restarted"], refused["rolled_back"]) == (False, False)
 
 
@@ -155,11 +155,11 @@ FAILURE = {"reason": "config_error", "detail": "vLLM refused it", "root_cause_li
      "Rolled back to the previous /u, but the previous server is not ready either: out_of_memory: no room."),
 ])
 def test_failure_message(restored, refused, wait, tail):
-    message = rollout_plan.failure_message(FAILURE, "vllm", "/opt/v", restored, refused, wait)
+    message = rollout.failure_message(FAILURE, "vllm", "/opt/v", restored, refused, wait)
     assert message == "config_error: vLLM refused it | root cause: not found in the log | hint: none | " + tail
 
 
 def test_batches_confirm_only_the_hosts_known_not_to_restart():
     restarts = {"a": False, "b": True, "c": None, "d": False}
-    assert rollout_plan.batches(["a", "b", "c", "d", "e"], restarts) == {"confirm": ["a", "d"], "roll": ["b", "c", "e"]}
-    assert rollout_plan.batches([], {}) == {"confirm": [], "roll": []}
+    assert rollout.batches(["a", "b", "c", "d", "e"], restarts) == {"confirm": ["a", "d"], "roll": ["b", "c", "e"]}
+    assert rollout.batches([], {}) == {"confirm": [], "roll": []}
