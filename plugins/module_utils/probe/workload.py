@@ -182,17 +182,22 @@ def decode_after_first(client, ttft_ms):
     return round(after_first / ((latency_ms - ttft_ms) / 1000.0), 2)
 
 
+def run_decode(run, ttft_ms):
+    """A run's single-stream decode tok/s: the engine's own (speed.server_decode, read from its counters around the
+    run), else from the client's wall clock (decode_after_first)."""
+    return run.get("server_decode_tokens_per_second") or decode_after_first(run["client"], ttft_ms)
+
+
 def blocks(runs, mix, concurrency=1, ttft=None):
-    """Single-stream decode tok/s of each repeat (a block: every category measured once; decode_after_first with
-    ``ttft`` or these runs' reference_ttft), weighted by the mix as the overall figure is: the observations a
-    speed-up interval is built from (module_utils/report/intervals). A repeat in which a category has no figure is
-    left out."""
+    """Single-stream decode tok/s of each repeat (a block: every category measured once; run_decode, the engine's
+    clock or the client's after ``ttft`` or these runs' reference_ttft), weighted by the mix as the overall figure
+    is: the observations a speed-up interval is built from (module_utils/report/intervals). A repeat in which a
+    category has no figure is left out."""
     ttft = reference_ttft(runs, concurrency) if ttft is None else ttft
     by = {}
     for run in runs:
         if run["concurrency"] == concurrency:
-            by.setdefault(run.get("repeat", 0), {})[run.get("category")] = decode_after_first(
-                run["client"], ttft.get(run.get("category")))
+            by.setdefault(run.get("repeat", 0), {})[run.get("category")] = run_decode(run, ttft.get(run.get("category")))
     every = set().union(*by.values()) if by else set()
     out = []
     for repeat in sorted(by):

@@ -5,8 +5,9 @@
 A compare run measures its configurations in rounds (module_utils/report/intervals.schedule: A B C, then C B A, ...),
 each configuration started afresh in each round. A round's figure for a configuration is its single-stream decode
 tok/s in that round (the geometric mean of the round's repeats): time per output token after the first, what a
-drafter changes, not aggregate tok/s, which mixes in prefill and per-request overhead; from wall clock, each
-request's latency less the configuration's typical time to first token (workload.decode_after_first). Two
+drafter changes, not aggregate tok/s, which mixes in prefill and per-request overhead; on the engine's own clock
+where the server exports it (workload.run_decode), else from wall clock, each request's latency less the
+configuration's typical time to first token (workload.decode_after_first). Two
 configurations measured in the same rounds give one log ratio per round, and the speed-up's 95% interval is the
 paired t interval on them: the host's drift within a round touches both, and the counterbalanced order cancels a
 drift linear in time. Repeats inside one round cannot show that drift, so one round gives no interval.

@@ -13,13 +13,15 @@ from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import (
     figures,
     measure,
     other_traffic,
+    server_decode,
     speculative_figures,
 )
 
 
-def metrics_text(drafts=None, draft_tokens=0, accepted=0, per_position=(), requests=0.0, one_token=None):
+def metrics_text(drafts=None, draft_tokens=0, accepted=0, per_position=(), requests=0.0, one_token=None, decode=None):
     """A /metrics text shaped as vLLM's (labels model_name and engine; one counter per finished reason; the
-    generation-token histogram's 1-2-5 buckets, cumulative, when ``one_token`` is given)."""
+    generation-token histogram's 1-2-5 buckets, cumulative, when ``one_token`` is given; the decode-time histogram's
+    sum and count and the generation tokens when ``decode`` (seconds, requests, tokens) is)."""
     lines = [
         "# HELP vllm:request_success_total Count of successfully processed requests.",
         "# TYPE vllm:request_success_total counter",
@@ -31,6 +33,13 @@ def metrics_text(drafts=None, draft_tokens=0, accepted=0, per_position=(), reque
         lines.append("# TYPE vllm:request_generation_tokens histogram")
         lines += ['vllm:request_generation_tokens_bucket{engine="0",le="%s",model_name="tiny-qwen3"} %s'
                   % (bound, float(one_token if bound == "1.0" else requests)) for bound in ("1.0", "2.0", "5.0", "+Inf")]
+    if decode is not None:
+        seconds, finished, tokens = decode
+        lines += ["# TYPE vllm:request_decode_time_seconds histogram",
+                  'vllm:request_decode_time_seconds_sum{engine="0",model_name="tiny-qwen3"} %s' % float(seconds),
+                  'vllm:request_decode_time_seconds_count{engine="0",model_name="tiny-qwen3"} %s' % float(finished),
+                  "# TYPE vllm:generation_tokens_total counter",
+                  'vllm:generation_tokens_total{engine="0",model_name="tiny-qwen3"} %s' % float(tokens)]
     if drafts is not None:
         lines += [
             "# TYPE vllm:spec_decode_num_drafts_total counter",
@@ -135,6 +144,17 @@ def test_measure_reads_the_counters_around_each_run():
     assert [r["speculative"]["acceptance_length"] for r in runs] == [3.0, 2.0]
     # 12 requests finished at concurrency 4, 8 of them the run's own.
     assert [r["other_requests"] for r in runs] == [0, 4]
+    # Without the decode-time histogram, no figure on the engine's clock.
+    assert [r["server_decode_tokens_per_second"] for r in runs] == [None, None]
+
+
+def test_decode_on_the_engine_s_clock_is_the_tokens_after_the_first_over_first_to_last_token_time():
+    before = counters(metrics_text(decode=(10.0, 5, 400)))
+    # 4 requests of 17 tokens, 0.08 s each from first token to last, and 3 health checks of one token (no decode time).
+    after = counters(metrics_text(decode=(10.0 + 4 * 0.08, 5 + 4 + 3, 400 + 4 * 17 + 3)))
+    assert server_decode(before, after) == pytest.approx(4 * 16 / (4 * 0.08))
+    assert server_decode(before, before) is None
+    assert server_decode(counters(metrics_text()), after) is None
 
 
 def test_every_gate_passes():

@@ -115,6 +115,17 @@ def test_a_client_starved_of_cpu_does_not_spoil_the_decode_figure():
     assert workload.blocks(good + [starved], {"chat": 1.0}) == pytest.approx([430.0] * 4, rel=1e-3)
 
 
+def test_the_engine_s_own_decode_figure_is_read_before_the_client_s_wall_clock():
+    # A round whose requests waited longer for their first token than the reference (host load shifting between
+    # rounds) would read a decode the engine never had from the client's clock; the engine's own does not move.
+    runs = [run("chat", 1, 430.0, r) for r in range(2)]
+    runs[1]["client"].update(median_ttft_ms=35.0, duration_s=runs[1]["client"]["duration_s"] + 4 * 0.015)
+    assert workload.blocks(runs, {"chat": 1.0}) != pytest.approx([430.0, 430.0], rel=0.05)
+    for r in runs:
+        r["server_decode_tokens_per_second"] = 430.0
+    assert workload.blocks(runs, {"chat": 1.0}) == [430.0, 430.0]
+
+
 def test_acceptance_per_position_weighs_each_run_by_its_drafts():
     runs = [run("a", 1, 10.0, drafts=30, per_position=(1.0, 0.5)), run("a", 1, 10.0, 1, drafts=10, per_position=(0.0,))]
     assert workload.summarise(runs, {"a": 1.0})["categories"]["a"]["1"]["per_position_acceptance"] == [0.75, 0.375]
