@@ -93,6 +93,12 @@ def test_agreeing_pair_accepts_every_draft(engine_python, vllm_cli, tiny_models,
         assert figures["decode_tokens_per_second"]["median"] > 0 and figures["decode_tokens_per_second"]["n"] == 1
     assert chat["overall"]["1"]["acceptance_length"] == K + 1 == chat["acceptance_length"]
     assert [(run["category"], run["concurrency"]) for run in chat["runs"]] == [("code", 1), ("chat", 1)]
+    # Single-stream decode on the engine's own clock (its decode-time histogram around each run), in step with what
+    # vLLM's client measured from its side of the same requests; the gate's blocks are built from it.
+    engine = [run["server_decode_tokens_per_second"] for run in chat["runs"]]
+    for run, figure in zip(chat["runs"], engine):
+        assert figure and 0.5 < figure / run["client"]["decode_tokens_per_second"] < 2.0, run
+    assert len(chat["blocks"]) == 1 and min(engine) <= chat["blocks"][0] <= max(engine), (chat["blocks"], engine)
     # vLLM's client sent chat requests: its saved result names the backend.
     assert json.loads(Path(chat["runs"][0]["result_file"]).read_text())["backend"] == "openai-chat"
     assert res["status"] == "passed", res.get("msg")
