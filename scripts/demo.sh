@@ -39,6 +39,7 @@ if [[ ! -s "$SECRETS" ]]; then
   (umask 077 && printf 'vllm_server_api_key: %s\n' "$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')" > "$SECRETS")
   log "made the demo's API key in $SECRETS (shown this once; read it again there)"
   sed -n 's/^vllm_server_api_key: /key: /p' "$SECRETS" >&2
+  # shellcheck disable=SC2016  # the $(sed ...) is for the user to paste, not to expand here
   printf 'use it as:  curl -H "Authorization: Bearer $(sed -n %q %q)" http://127.0.0.1:%s/v1/models\n' \
     's/^vllm_server_api_key: //p' "$SECRETS" "$PORT" >&2
 fi

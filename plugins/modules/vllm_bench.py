@@ -227,7 +227,7 @@ blocks:
   description: Single-stream decode tok/s of each repeat, every category once, weighted by the set's mix as
     RV(overall) is (one figure without O(dataset)); on the engine's own clock where the server exports it (the tokens
     after each request's first over its time from first token to last, C(vllm:request_decode_time_seconds) and
-    C(vllm:generation_tokens_total) read around the run: C(server_decode_tokens_per_second) of each of RV(runs)),
+    C(vllm:generation_tokens_total) read around the run, as C(server_decode_tokens_per_second) of each of RV(runs)),
     else from the client's wall clock (each request's latency less the typical time to first token). Neither is
     spoilt by a client short of CPU as TPOT is.
   returned: always
@@ -355,7 +355,7 @@ def main():
                   else ("/v1/completions", {"prompt": "Warm up"}))
     for dummy in range(p["warmups"]):
         answer = http_client.post_json(base + path, dict(warm, model=p["model"], max_tokens=8,
-                                                        temperature=p["temperature"]), 120, headers)
+                                                         temperature=p["temperature"]), 120, headers)
         if answer.status != 200:
             module.fail_json(changed=False, status="failed", reason="bench_failed", notes=[], **dict(empty, msg=(
                 "the warm-up request got %s from %s%s" % (answer.status or answer.error, base, path))))
