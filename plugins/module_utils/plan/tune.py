@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import compare as plan_compare
+from ansible_collections.llmops.vllm.plugins.module_utils.report import draft_length, intervals
 
 LAYER = "vllm_server_args_tune"
 
@@ -34,12 +35,10 @@ def _result(record, name):
 
 
 def _same(result, deployed):
-    """Whether a measured configuration runs the inventory's settings (the speculative ones; no arguments over)."""
-    method = deployed.get("speculative_method") or ""
-    k = int(deployed.get("num_speculative_tokens") or 0) if method else 0
-    return (result is not None and (result.get("method") or "") == method and int(result.get("k") or 0) == k
-            and not result.get("args") and dict(result.get("extra") or {}) == dict(
-                (deployed.get("speculative_extra") or {}) if method else {}))
+    """Whether a measured configuration runs the inventory's settings: the description compare.describe gives them
+    (its speculative method, K and extra keys, no arguments over)."""
+    mine = plan_compare.describe({"name": ""}, deployed)
+    return result is not None and all(result.get(field) == mine[field] for field in ("method", "k", "extra", "args"))
 
 
 def _gate(record, chosen):
@@ -67,7 +66,7 @@ def confirm(record, chosen):
             continue
         rows = group.get("rows") or []
         here = next((r for r in rows if r["k"] == chosen.get("k")), None)
-        top = max(rows, key=lambda r: (r["predicted_tokens_per_second"], -r["k"])) if rows else None
+        top = draft_length.best(rows)
         if not here or not top or top["k"] == chosen.get("k") or top.get("measured_tokens_per_second") is not None:
             return None
         against = here.get("measured_tokens_per_second") or here["predicted_tokens_per_second"]
@@ -102,7 +101,7 @@ def choose(record, configurations, deployed):
     if runner and not rec.get("told_apart") and runner == deployed_name:
         return {"name": runner, "keep": True, "settings": {}, "gate": None,
                 "why": "%s and %s cannot be told apart (%s), and the inventory runs %s already: kept"
-                       % (name, runner, _interval_text(interval), runner)}
+                       % (name, runner, intervals.describe(interval, "round"), runner)}
     entry = next((c for c in configurations or [] if c.get("name") == name), None)
     if entry is None:
         return {"name": None, "keep": True, "settings": {}, "gate": None,
@@ -129,8 +128,3 @@ def choose(record, configurations, deployed):
                     suggestion["measured_tokens_per_second"]))
     return {"name": name, "keep": keep, "settings": settings, "confirm": suggestion,
             "gate": {"baseline": baseline, "min_speedup": minimum} if baseline else None, "why": why}
-
-
-def _interval_text(interval):
-    return "%.2fx, 95%% interval [%.2f, %.2f] over %d rounds" % (
-        interval["ratio"], interval["low"], interval["high"], interval["n"])
