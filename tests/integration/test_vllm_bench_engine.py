@@ -134,14 +134,3 @@ def test_random_drafter_misses_an_acceptance_gate_with_its_figures(engine_python
         assert spec["drafts"] == saved["spec_decode_num_drafts"]
     assert "%.2f" % res["acceptance_length"] in res["msg"]
     assert res["decode_tokens_per_second"] > 0
-
-
-def test_without_dflash_there_are_no_speculative_figures(engine_python, vllm_cli, tiny_models, tmp_path, installed_cli):
-    server = serve(engine_python, vllm_cli, tmp_path, tiny_models["target"], None)
-    try:
-        res = bench(server, installed_cli, tiny_models, tmp_path, min_acceptance_length=2.0, min_decode_tokens_per_second=0.1)
-    finally:
-        server.stop()
-    assert res["status"] == "passed", res.get("msg")
-    assert res["runs"][0]["speculative"] is None and res["acceptance_length"] is None
-    assert any("min_acceptance_length cannot apply" in note for note in res["notes"]), res["notes"]
