@@ -269,13 +269,13 @@ notes:
 
 import json
 import os
-import pwd
 import shutil
 import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import as_user
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import safe_files
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload as workloads
@@ -367,10 +367,7 @@ def main():
                 "%s/metrics answered %s" % (base, answer.status or answer.error))))
         return answer.body.decode("utf-8", "replace")
 
-    drop = []
-    if p["user"] and os.geteuid() == 0 and p["user"] != "root":
-        entry = pwd.getpwnam(p["user"])
-        drop = ["setpriv", "--reuid", str(entry.pw_uid), "--regid", str(entry.pw_gid), "--init-groups", "--"]
+    drop, entry = as_user.drop_argv(p["user"])
     try:
         safe_files.root_dir(p["result_dir"], 0o755)
     except (safe_files.UnsafePath, OSError) as e:

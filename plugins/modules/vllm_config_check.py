@@ -126,13 +126,13 @@ output_tail:
 """
 
 import os
-import pwd
 import shutil
 import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import as_user
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.engine_check import command, interpret, message, sandboxed
 
 
@@ -172,17 +172,14 @@ def main():
         if result["status"] == "refused":
             module.fail_json(changed=False, msg=msg, **result)
         module.exit_json(changed=False, msg=msg, **result)
-    drop = []
-    home = tempfile.mkdtemp(prefix="vllm-config-check-")
     user = module.params["user"]
-    if user and os.geteuid() == 0 and user != "root":
-        try:
-            entry = pwd.getpwnam(user)
-        except KeyError:
-            shutil.rmtree(home, ignore_errors=True)
-            module.fail_json(changed=False, msg="user %r does not exist: the check runs as the service user" % user)
+    try:
+        drop, entry = as_user.drop_argv(user)
+    except KeyError:
+        module.fail_json(changed=False, msg="user %r does not exist: the check runs as the service user" % user)
+    home = tempfile.mkdtemp(prefix="vllm-config-check-")
+    if entry:
         os.chown(home, entry.pw_uid, entry.pw_gid)
-        drop = ["setpriv", "--reuid", str(entry.pw_uid), "--regid", str(entry.pw_gid), "--init-groups", "--"]
     env = dict((str(k), str(v)) for k, v in module.params["environment"].items())
     env.update(PATH=os.environ.get("PATH", "/usr/bin:/bin"), LANG="C.UTF-8", HOME=home)
     started = time.monotonic()

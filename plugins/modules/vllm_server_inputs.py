@@ -126,10 +126,10 @@ absent:
 
 import json
 import os
-import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import as_user
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.inputs import env_file_digest, identity, running_digest
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import SYSTEMCTL_ENV, unit_main_pid
 
@@ -165,12 +165,10 @@ def main():
 
     def read_as_user(path):
         try:
-            account = pwd.getpwnam(p["user"])
+            drop = as_user.drop_argv(p["user"])[0]
         except KeyError:
             return None
-        rc, out, _err = module.run_command(["setpriv", "--reuid=%d" % account.pw_uid, "--regid=%d" % account.pw_gid,
-                                            "--clear-groups", "--", "cat", "--", path], binary_data=True,
-                                           encoding=None)
+        rc, out, _err = module.run_command(drop + ["cat", "--", path], binary_data=True, encoding=None)
         return out if rc == 0 else None
 
     history = _read(p["history_path"])

@@ -89,3 +89,22 @@ def test_the_guide_states_the_stage_budgets_the_suite_prints():
     named = {name.replace("`", ""): int(minutes) for name, minutes in rows.items()}
     assert named.pop("total") == sum(budgets.values()) == 45, named
     assert named == {name.split(" (")[0]: minutes for name, minutes in budgets.items()}, (named, budgets)
+
+
+def test_the_guide_maps_every_module_filter_and_playbook():
+    """docs/development.md's layout names each file under plugins/ and playbooks/ on the line of its folder."""
+    block = (REPO / "docs" / "development.md").read_text().split("## Layout", 1)[1].split("```")[1]
+    lines, folder = {}, None
+    for line in block.splitlines():
+        if line[:1].strip():
+            folder = line.split()[0].rstrip(",")
+            lines[folder] = line[len(folder):]
+        elif folder:
+            lines[folder] += " " + line.strip()
+    files = [(p, "plugins/module_utils/%s/" % p.parent.name) for p in (REPO / "plugins" / "module_utils").glob("*/*.py")]
+    files += [(p, "plugins/modules/") for p in (REPO / "plugins" / "modules").glob("*.py")]
+    files += [(p, "plugins/filter/") for p in (REPO / "plugins" / "filter").glob("*.py")]
+    missing = [str(p.relative_to(REPO)) for p, folder in files
+               if p.stem != "__init__" and not re.search(r"\b%s\b" % p.stem, lines.get(folder, ""))]
+    missing += [str(p.relative_to(REPO)) for p in (REPO / "playbooks").glob("*.yml") if p.name not in block]
+    assert missing == [], missing

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Run a read as the service user, not as root.
+"""Run a read, or a command, as the service user, not as root.
 
 A module that becomes root to read a model directory would otherwise follow any link the directory's owner put there
 (an index naming /etc/shadow as a shard, a config.json linked to a root-only file). The read runs in a forked child
@@ -9,6 +9,9 @@ reach; its answer comes back as JSON through a pipe.
 
 When the account does not exist yet (the preflight of a fresh host runs before the install role creates it), it can
 have replaced nothing, and the read stays with the caller. A caller that is not root reads as itself.
+
+A command (vLLM's client, vLLM's own check, a read of a running server's environment) runs under ``drop_argv``:
+setpriv with the account's uid, gid and groups, as systemd's ``User=`` starts the service.
 """
 
 from __future__ import annotations
@@ -38,6 +41,15 @@ def account(name):
         return pwd.getpwnam(name)
     except KeyError:
         return None
+
+
+def drop_argv(user):
+    """(argv prefix, passwd entry) that run a command as ``user``; ([], None) where no drop takes place: no user
+    named, the user is root, or the caller is not root (it runs as itself). KeyError when the account does not exist."""
+    if not user or user == "root" or os.geteuid() != 0:
+        return [], None
+    entry = pwd.getpwnam(user)
+    return ["setpriv", "--reuid", str(entry.pw_uid), "--regid", str(entry.pw_gid), "--init-groups", "--"], entry
 
 
 def _become(entry):

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe.as_user import ReadAsUserError, read_as
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.as_user import ReadAsUserError, drop_argv, read_as
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.model_files import ModelFilesError, describe_model
 
 NOBODY = "nobody"
@@ -80,3 +81,14 @@ def test_a_read_past_its_deadline_is_killed(world_dir):
     with pytest.raises(ReadAsUserError, match="more than 1 s"):
         read_as(NOBODY, time.sleep, (30,), deadline_s=1)
     assert time.monotonic() - started < 10
+
+
+def test_a_command_runs_as_the_account_with_its_groups_and_as_the_caller_without_one():
+    if os.geteuid() != 0:
+        pytest.skip("only root can run as another account")
+    drop, entry = drop_argv(NOBODY)
+    assert drop[0] == "setpriv" and "--init-groups" in drop and entry.pw_name == NOBODY
+    assert subprocess.run(drop + ["id", "-u"], capture_output=True, text=True, check=True).stdout.strip() == str(entry.pw_uid)
+    assert drop_argv("") == ([], None) and drop_argv("root") == ([], None)
+    with pytest.raises(KeyError):
+        drop_argv("no-such-account-here")
