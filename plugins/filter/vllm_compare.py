@@ -1,5 +1,5 @@
 """The compare run's filters (playbooks/compare.yml): its configurations checked and turned into the server role's
-variables (``module_utils/plan/compare``), and the measured baseline a speed gate reads (``module_utils/report/compare``).
+variables (``module_utils/plan/candidates``), and the measured baseline a speed gate reads (``module_utils/report/compare``).
 Jinja renders what these decide."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import compare as compare_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import candidates
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import tune as tune_plan
 from ansible_collections.llmops.vllm.plugins.module_utils.report import compare as compare_report
-from ansible_collections.llmops.vllm.plugins.module_utils.report import intervals as compare_intervals
+from ansible_collections.llmops.vllm.plugins.module_utils.report import intervals
 from ansible_collections.llmops.vllm.plugins.module_utils.report import rounds as compare_rounds
 
 
@@ -23,33 +23,33 @@ def _dict(value: Any) -> dict[str, Any]:
 def vllm_compare_problems(configurations: Any, run: Any = None) -> list[str]:
     """The list's problems (none for None: the default list), and the run's own settings found in ``run`` (the
     canary's variables) when given."""
-    found = [] if configurations is None else compare_plan.problems(configurations)
+    found = [] if configurations is None else candidates.problems(configurations)
     if run is not None:
-        found += compare_plan.run_problems(dict((name, run[name]) for name in compare_plan.RUN_OPTIONS if name in run),
+        found += candidates.run_problems(dict((name, run[name]) for name in candidates.RUN_OPTIONS if name in run),
                                            configurations)
     return found
 
 
 def vllm_compare_order(configurations: list[Any]) -> list[dict[str, Any]]:
-    return compare_plan.order([_dict(c) for c in configurations])
+    return candidates.order([_dict(c) for c in configurations])
 
 
 def vllm_compare_schedule(configurations: list[Any], rounds: Any = 1, aa: Any = False) -> list[dict[str, Any]]:
     configurations = [_dict(c) for c in configurations]
-    return compare_plan.schedule(compare_plan.with_twin(configurations) if aa else configurations, int(rounds or 1))
+    return candidates.schedule(candidates.with_twin(configurations) if aa else configurations, int(rounds or 1))
 
 
 def vllm_compare_settled(results: list[Any], target: Any = None) -> bool:
     return compare_rounds.settled([_dict(r) for r in results],
-                                  float(target) if target else compare_intervals.TARGET_HALF_WIDTH)
+                                  float(target) if target else intervals.TARGET_HALF_WIDTH)
 
 
 def vllm_compare_settings(configuration: Any, deployed: Any) -> dict[str, Any]:
-    return compare_plan.settings(_dict(configuration), _dict(deployed))
+    return candidates.settings(_dict(configuration), _dict(deployed))
 
 
 def vllm_compare_describe(configuration: Any, deployed: Any) -> dict[str, Any]:
-    return compare_plan.describe(_dict(configuration), _dict(deployed))
+    return candidates.describe(_dict(configuration), _dict(deployed))
 
 
 def vllm_compare_key(fields: Any, flavor: str = "gpu", gpu_lines: Any = None) -> dict[str, str]:

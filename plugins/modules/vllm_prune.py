@@ -80,7 +80,7 @@ import shutil
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import prune as prune_plan
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import status as host_status
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import host_state
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import SYSTEMCTL_ENV, unit_main_pid
 
 
@@ -130,10 +130,10 @@ def main():
         if not os.path.isdir(path) or os.path.islink(path):
             continue
         found.append({"path": path, "mtime": st.st_mtime, "size": _size(path),
-                      "complete": bool(host_status.venv_release(path)[1])})
+                      "complete": bool(host_state.venv_release(path)[1])})
     protected = {}
     pid = unit_main_pid(p["service"], lambda argv: module.run_command(argv, environ_update=SYSTEMCTL_ENV))
-    running = host_status.serving(host_status.read_cmdline(pid) if pid else [], lambda venv: ("", ""))["venv"]
+    running = host_state.serving(host_state.read_cmdline(pid) if pid else [], lambda venv: ("", ""))["venv"]
     if running:
         protected[running] = "the running server's"
     for unit in p["units"]:

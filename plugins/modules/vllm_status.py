@@ -91,7 +91,7 @@ status:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import status as host_status
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import host_state
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import SYSTEMCTL_ENV
 
 
@@ -104,7 +104,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    row = host_status.read(p["service"], p["service"] + "-watchdog.timer", p["state_dir"],
+    row = host_state.read(p["service"], p["service"] + "-watchdog.timer", p["state_dir"],
                            lambda argv: module.run_command(argv, environ_update=SYSTEMCTL_ENV))
     module.exit_json(changed=False, status=row)
 

@@ -8,7 +8,7 @@ only for an advantage outside the noise: it takes the recommendation when its in
 1.00, and keeps the inventory's settings when the two cannot be told apart and the runner-up is what the inventory
 runs already (a measured tie is no reason to restart a fleet), or when one round gave no interval at all.
 
-The choice is the vllm_server variables of that configuration (module_utils/plan/compare.overrides): its
+The choice is the vllm_server variables of that configuration (module_utils/plan/candidates.overrides): its
 speculative settings, its arguments as the layer ``vllm_server_args_tune`` (merged over the inventory's own, so
 they stay the inventory's), and a speed gate set from what was just measured: a DFlash choice is gated against the
 fastest baseline the compare run kept (``vllm_server_gate_baseline_config``), with ``vllm_server_gate_min_speedup``
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import compare as plan_compare
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import candidates
 from ansible_collections.llmops.vllm.plugins.module_utils.report import draft_length, intervals
 
 LAYER = "vllm_server_args_tune"
@@ -35,9 +35,9 @@ def _result(record, name):
 
 
 def _same(result, deployed):
-    """Whether a measured configuration runs the inventory's settings: the description compare.describe gives them
+    """Whether a measured configuration runs the inventory's settings: the description candidates.describe gives them
     (its speculative method, K and extra keys, no arguments over)."""
-    mine = plan_compare.describe({"name": ""}, deployed)
+    mine = candidates.describe({"name": ""}, deployed)
     return result is not None and all(result.get(field) == mine[field] for field in ("method", "k", "extra", "args"))
 
 
@@ -109,7 +109,7 @@ def choose(record, configurations, deployed):
     keep = name == deployed_name
     settings = {}
     if not keep:
-        over = plan_compare.overrides(entry, deployed)
+        over = candidates.overrides(entry, deployed)
         for own in ("speculative_method", "speculative_model", "num_speculative_tokens", "speculative_extra"):
             if own in over:
                 settings["vllm_server_" + own] = over[own]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan.compare import RUN_OPTIONS
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.candidates import RUN_OPTIONS
 from ansible_collections.llmops.vllm.plugins.module_utils.plan.layers import LAYER
 
 PREFIXES = re.compile(r"^vllm_(common|install|drafter|server|frontend|deploy|compare|tune|status|rollback|remove)_")

@@ -3,7 +3,7 @@
 """The answer of a compare run: configurations measured side by side on one canary, the same prompts and
 concurrencies for each (playbooks/compare.yml).
 
-Each result is a configuration (module_utils/plan/compare.describe: name, method, K, baseline or not) with what
+Each result is a configuration (module_utils/plan/candidates.describe: name, method, K, baseline or not) with what
 vllm_bench measured on it (module_utils/probe/speed.figures) or why it did not serve. From them: aggregate tok/s for
 each configuration x category x concurrency; the speed-up of each DFlash configuration over each baseline; where
 speculation stops paying (the lowest measured concurrency at which a configuration is no faster than the one without
@@ -124,7 +124,7 @@ def _served(results):
 
 
 def compare(results, target_concurrency=1, mix=None):
-    """The comparison of one run's results (each a plan/compare.describe dict with status, reason and bench)."""
+    """The comparison of one run's results (each a plan/candidates.describe dict with status, reason and bench)."""
     served = _served(results)
     by = {r["name"]: cells(r["bench"]) for r in served}
     concurrencies = sorted({c for table in by.values() for c in table.get(OVERALL, {})})

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The fleet at a glance (playbooks/status.yml): one row per host of the group from what each host said
-(module_utils/probe/status), where each front door has it, and what the last deploy's report on the controller said.
+(module_utils/probe/host_state), where each front door has it, and what the last deploy's report on the controller said.
 A host that did not answer still has its row, named as such.
 """
 

