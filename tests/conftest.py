@@ -36,8 +36,8 @@ def repo_root() -> Path:
 
 @pytest.fixture
 def http_stub():
-    """An HttpStub (tests/fixtures/http_stub.py) on a free loopback port with no routes yet; closed after the test."""
-    from ansible_collections.llmops.vllm.tests.fixtures.http_stub import HttpStub   # importable once the farm is on sys.path
+    """An HttpStub (tests/helpers/http_stub.py) on a free loopback port with no routes yet; closed after the test."""
+    from ansible_collections.llmops.vllm.tests.helpers.http_stub import HttpStub   # importable once the farm is on sys.path
 
     with HttpStub() as stub:
         yield stub

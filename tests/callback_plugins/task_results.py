@@ -1,6 +1,6 @@
 """Record each task result, and the wall-clock time the controller got it, as JSON lines.
 
-tests/ansible_cli.py enables it for every run and reads the file back; the
+tests/helpers/ansible_cli.py enables it for every run and reads the file back; the
 stdout callback stays the default one, so failures show what a user would see.
 """
 

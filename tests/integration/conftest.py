@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import run_playbook
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_playbook
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_VERSION = "0.32.0"   # requirements/engine.txt

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import run_playbook
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_playbook
 
 
 def test_a_misspelt_group_deploys_nothing_and_keeps_the_reports(repo_root: Path, tmp_path: Path):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import AnsibleRun, run_playbook
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import AnsibleRun, run_playbook
 
 from ansible_collections.llmops.vllm.tests.fixtures.models.tiny_checkpoints import (
     MASK_TOKEN_ID,

@@ -17,7 +17,7 @@ import pytest
 
 from ansible_collections.llmops.vllm.plugins.filter.vllm_args import argv_lines
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
-from ansible_collections.llmops.vllm.tests.ansible_cli import run_playbook
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_playbook
 
 MODELS = "/srv/models"
 

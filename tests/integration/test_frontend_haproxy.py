@@ -4,7 +4,7 @@ A steady stream of completions goes through HAProxy while one host is drained an
 runtime API (llmops.vllm.vllm_frontend_server) and while the other host disappears; every request must
 succeed. A host whose completions hang while its /health still answers (a stopped engine) is taken out of
 traffic by the health check, which sends the hosts' liveness probe. The hosts are HTTP stubs
-(tests/fixtures/http_stub.py) answering /health and /v1/completions.
+(tests/helpers/http_stub.py) answering /health and /v1/completions.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
-from ansible_collections.llmops.vllm.tests.ansible_cli import run_module, run_playbook
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_module, run_playbook
 from ansible_collections.llmops.vllm.tests.fixtures import vllm_routes
-from ansible_collections.llmops.vllm.tests.fixtures.http_stub import HttpStub, Route
+from ansible_collections.llmops.vllm.tests.helpers.http_stub import HttpStub, Route
 
 COMPLETION = Route(body={"choices": [{"text": "ok", "finish_reason": "length"}]}, delay=0.2)
 # A served model name with what haproxy.cfg would read as a quote, a comment, a variable or a format.

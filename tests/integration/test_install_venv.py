@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import AnsibleRun, run_playbook
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import AnsibleRun, run_playbook
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the role installs root-owned files")
 

@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import HERE, REPO, run_playbook
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import HERE, REPO, run_playbook
 
 CALLBACKS = "%s:%s" % (HERE / "callback_plugins", REPO / "bench" / "callback_plugins")
 

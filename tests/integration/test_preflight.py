@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import AnsibleRun, run_playbook
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import AnsibleRun, run_playbook
 
 
 def tree(root: Path) -> dict[str, float]:

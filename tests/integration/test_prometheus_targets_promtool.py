@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import run_playbook
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_playbook
 
 PLAY = [{
     "name": "Write the targets", "hosts": "localhost", "gather_facts": False,

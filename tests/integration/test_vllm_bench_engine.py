@@ -10,8 +10,8 @@ import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import counters
-from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
-from ansible_collections.llmops.vllm.tests.integration.vllm_serve import SERVED, VllmServe, free_port, wait_args
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_module
+from ansible_collections.llmops.vllm.tests.helpers.vllm_serve import SERVED, VllmServe, free_port, wait_args
 
 pytestmark = pytest.mark.engine
 

@@ -13,8 +13,8 @@ import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import memory
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.http_client import metric_total
-from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
-from ansible_collections.llmops.vllm.tests.integration.vllm_serve import SERVED, VllmServe, free_port, http, wait_args
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_module
+from ansible_collections.llmops.vllm.tests.helpers.vllm_serve import SERVED, VllmServe, free_port, http, wait_args
 
 pytestmark = pytest.mark.engine
 

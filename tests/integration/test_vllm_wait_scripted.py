@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import module_play, start_playbook
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import module_play, start_playbook
 
 SCRIPTED = Path(__file__).resolve().parents[1] / "fixtures" / "scripted_vllm.py"
 

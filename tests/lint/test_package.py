@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import ansible_env
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import ansible_env
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION = yaml.safe_load((REPO / "galaxy.yml").read_text())["version"]

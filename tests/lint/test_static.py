@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import ansible_env
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import ansible_env
 
 REPO = Path(__file__).resolve().parents[2]
 ROLES = sorted(p for p in (REPO / "roles").iterdir() if (p / "defaults" / "main.yml").exists())

@@ -57,7 +57,7 @@ def test_a_hang_right_after_loading_is_killed_though_no_probe_ever_succeeded():
 
 
 def test_the_health_route_is_read_as_loaded(http_stub):
-    from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
+    from ansible_collections.llmops.vllm.tests.helpers.http_stub import Route
     http_stub.routes["/health"] = Route(body="")
     assert watchdog.loaded(http_stub.url, 2.0) is True
     assert watchdog.loaded("http://127.0.0.1:9", 2.0) is False
@@ -125,7 +125,7 @@ def test_the_textfile_is_prometheus_text_format():
 
 @pytest.mark.parametrize("delay, ok", [(0.0, True), (1.5, False)])
 def test_the_probe_is_a_completion_with_a_deadline(http_stub, delay, ok):
-    from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
+    from ansible_collections.llmops.vllm.tests.helpers.http_stub import Route
     http_stub.routes["/v1/completions"] = Route(body={"choices": [{"text": "x"}]}, delay=delay)
     probe = liveness_probe.request("m")
     result = watchdog.probe(http_stub.url, probe["path"], probe["body"], deadline=0.5, api_key="k")

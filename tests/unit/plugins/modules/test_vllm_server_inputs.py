@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import RC_HOST_FAILED, run_module
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import RC_HOST_FAILED, run_module
 
 
 def inputs(check=False, **args):

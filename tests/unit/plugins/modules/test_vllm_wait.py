@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from ansible_collections.llmops.vllm.tests.ansible_cli import RC_HOST_FAILED, run_module
-from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import RC_HOST_FAILED, run_module
+from ansible_collections.llmops.vllm.tests.helpers.http_stub import Route
 
 
 def vllm_wait(check=False, **args):

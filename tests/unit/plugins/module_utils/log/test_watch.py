@@ -9,7 +9,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import 
     user_signature,
 )
 from ansible_collections.llmops.vllm.plugins.module_utils.log.watch import LogWatch, classify_lines
-from ansible_collections.llmops.vllm.tests.fixtures.log_replay import replay
+from ansible_collections.llmops.vllm.tests.helpers.log_replay import replay
 
 API = "(APIServer pid=1) "
 CORE = "(EngineCore pid=2) "

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import FAILURE_REASONS
-from ansible_collections.llmops.vllm.tests.fixtures.log_replay import replay
+from ansible_collections.llmops.vllm.tests.helpers.log_replay import replay
 
 from ansible_collections.llmops.vllm.tests.fixtures.corpus import corpus
 

@@ -82,7 +82,7 @@ def test_a_server_that_does_not_answer_is_unreachable_without_waiting():
 
 
 def test_against_a_real_http_server(http_stub):
-    from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
+    from ansible_collections.llmops.vllm.tests.helpers.http_stub import Route
 
     http_stub.routes["/metrics"] = Route(body=METRICS % (1, 0))
     clock = Clock()
@@ -101,7 +101,7 @@ def test_against_a_real_http_server(http_stub):
 
 def test_the_key_goes_with_every_read(http_stub):
     from ansible_collections.llmops.vllm.plugins.module_utils.probe.in_flight import fetch_in_flight
-    from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
+    from ansible_collections.llmops.vllm.tests.helpers.http_stub import Route
 
     http_stub.routes["/metrics"] = Route(body=METRICS % (0, 0))
     assert fetch_in_flight(http_stub.url + "/metrics", 5, {"Authorization": "Bearer k"}) == (0, None)

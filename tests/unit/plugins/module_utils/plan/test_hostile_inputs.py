@@ -4,7 +4,7 @@ newline starts a new systemd directive or logrotate directive, white space split
 specifier, $ an HAProxy variable, quotes and # end HAProxy words; the drafter role empties its directory.
 
 The same values through the whole preflight (the real role, ansible-playbook) are in
-tests/integration/test_preflight.py; the front door's are in tests/unit/plugins/module_utils/test_frontend_plan.py.
+tests/integration/test_preflight.py; the front door's are in tests/unit/plugins/module_utils/plan/test_frontend.py.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import yaml
 
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import kinds
 
-ROLES = pathlib.Path(__file__).resolve().parents[4] / "roles"
+ROLES = pathlib.Path(__file__).resolve().parents[5] / "roles"
 
 
 def _options():

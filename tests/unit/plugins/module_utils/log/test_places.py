@@ -11,9 +11,9 @@ import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.log import places
 from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import FAILURE_REASONS
-from ansible_collections.llmops.vllm.tests.fixtures.log_replay import replay
+from ansible_collections.llmops.vllm.tests.helpers.log_replay import replay
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "fixtures" / "corpus" / "vocabulary"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "fixtures" / "corpus" / "vocabulary"))
 import vllm_texts  # noqa: E402
 
 ENTRIES = vllm_texts.load()

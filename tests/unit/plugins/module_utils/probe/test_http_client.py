@@ -5,7 +5,7 @@ import socket
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client
-from ansible_collections.llmops.vllm.tests.fixtures.http_stub import Route
+from ansible_collections.llmops.vllm.tests.helpers.http_stub import Route
 
 METRICS = """# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
 # TYPE vllm:spec_decode_num_drafts_total counter

@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import bench_argv, evaluate
 
-BUILTIN = Path(__file__).resolve().parents[4] / "roles" / "vllm_server" / "files" / "workloads" / "llmops-builtin.json"
+BUILTIN = Path(__file__).resolve().parents[5] / "roles" / "vllm_server" / "files" / "workloads" / "llmops-builtin.json"
 
 
 def entry(category=None, prompt="Write a haiku about rain", answer="Soft rain on the roof", **extra):

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.log.watch import classify_lines
 
-LOGS = Path(__file__).resolve().parents[3] / "fixtures" / "logs"
+LOGS = Path(__file__).resolve().parents[4] / "fixtures" / "logs"
 
 EXPECTED = {
     # vLLM 0.20.x on GPUs, built from the exact upstream strings

@@ -152,7 +152,7 @@ def test_no_speculation_has_no_speculative_hazards():
     assert fired(facts(method="", tokens=0, target=QWEN36, seqs=1024, batched=2048)) == []
 
 
-DOC = Path(__file__).resolve().parents[4] / "docs" / "runtime-hazards.md"
+DOC = Path(__file__).resolve().parents[5] / "docs" / "runtime-hazards.md"
 
 
 def render() -> str:
@@ -160,8 +160,8 @@ def render() -> str:
     def releases(row):
         first = "%d.%d.%d" % row.first
         return "%s and later" % first if row.fixed is None else "%s to before %d.%d.%d" % ((first,) + row.fixed)
-    lines = ["<!-- Written from plugins/module_utils/plan/hazards.py by tests/unit/plugins/module_utils/"
-             "test_runtime_hazards.py (LLMOPS_WRITE_DOCS=1); do not edit by hand. -->", "",
+    lines = ["<!-- Written from plugins/module_utils/plan/hazards.py by tests/unit/plugins/module_utils/plan/"
+             "test_hazards.py (LLMOPS_WRITE_DOCS=1); do not edit by hand. -->", "",
              "# Known runtime hazards", "",
              "Settings that every start-up check of vLLM accepts and that then crash or degrade under traffic. The "
              "server preflight checks each row before any host changes: a crash is refused, a degradation warned, "

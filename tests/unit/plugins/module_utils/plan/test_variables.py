@@ -8,7 +8,7 @@ import yaml
 
 from ansible_collections.llmops.vllm.plugins.module_utils.plan.variables import known_names, unknown
 
-ROLES = Path(__file__).resolve().parents[4] / "roles"
+ROLES = Path(__file__).resolve().parents[5] / "roles"
 SPECS = [yaml.safe_load((path / "meta" / "argument_specs.yml").read_text()) for path in sorted(ROLES.iterdir())]
 KNOWN = known_names(SPECS)
 

@@ -234,7 +234,7 @@ def test_an_ipv6_public_address_behind_a_wildcard_makes_a_valid_endpoint_and_tar
     assert target_of(urls["endpoint"]) == "[2001:db8::1]:8000"
 
 
-BUILTIN = __import__("pathlib").Path(__file__).resolve().parents[4] / "roles/vllm_server/files/workloads/llmops-builtin.json"
+BUILTIN = __import__("pathlib").Path(__file__).resolve().parents[5] / "roles/vllm_server/files/workloads/llmops-builtin.json"
 PROMPT_SET = json.dumps([{"category": "code", "conversations": [{"value": "Write a loop"}, {"value": "for x in y: pass"}]}])
 
 

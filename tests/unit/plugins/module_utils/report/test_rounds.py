@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.report import compare, rounds
-from ansible_collections.llmops.vllm.tests.fixtures.compare_rounds import KEY, SETTINGS, measured, run
+from ansible_collections.llmops.vllm.tests.helpers.compare_rounds import KEY, SETTINGS, measured, run
 
 CLEAR = run([("none", "", 0, [[300, 305], [280, 282], [310, 300]]),
              ("k4", "dflash", 4, [[800, 810], [760, 770], [830, 820]])])

@@ -8,7 +8,7 @@ import json
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import tune
 from ansible_collections.llmops.vllm.plugins.module_utils.report import compare
 
-from ansible_collections.llmops.vllm.tests.fixtures.compare_rounds import KEY, SETTINGS, run
+from ansible_collections.llmops.vllm.tests.helpers.compare_rounds import KEY, SETTINGS, run
 
 DEPLOYED = {"speculative_method": "dflash", "speculative_model": "/opt/vllm/drafter", "num_speculative_tokens": 4,
             "speculative_extra": {}, "args": {"max-model-len": 256}}
