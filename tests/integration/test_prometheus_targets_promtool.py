@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
+from ansible_collections.llmops.vllm.tests.helpers import prometheus
 from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_playbook
 
 PLAY = [{
@@ -37,24 +37,13 @@ def write(tmp_path, hosts):
 
 @pytest.fixture
 def promtool():
-    path = os.environ.get("LLMOPS_PROMTOOL", "")
-    if not os.access(path, os.X_OK):
-        pytest.fail("LLMOPS_PROMTOOL is not promtool: run the suite with scripts/test.sh")
-    return path
+    return prometheus.executable()
 
 
-def discovered(promtool, tmp_path):
-    """The targets Prometheus itself finds in the file: promtool checks the config and runs its discovery."""
-    config = tmp_path / "prometheus.yml"
-    config.write_text(yaml.safe_dump({"scrape_configs": [{"job_name": "vllm", "file_sd_configs": [{"files": [str(tmp_path / "targets.json")]}]}]}))
-    check = subprocess.run([promtool, "check", "config", str(config)], capture_output=True, text=True, timeout=60, check=False)
-    assert check.returncode == 0, check.stdout + check.stderr
-    sd = subprocess.run([promtool, "check", "service-discovery", "--timeout=5s", str(config), "vllm"],
-                        capture_output=True, text=True, timeout=60, check=False)
-    assert sd.returncode == 0, sd.stderr
-    # promtool lists the discovered targets in no fixed order (seen both ways): by instance.
-    return sorted((t["labels"]["instance"], {k: v for k, v in t["labels"].items() if not k.startswith("__") and k not in ("instance", "job")})
-                  for t in json.loads(sd.stdout))
+def discovered(_promtool, tmp_path):
+    """(instance, labels but instance and job) of each target Prometheus itself finds in the file."""
+    return [(labels["instance"], {k: v for k, v in labels.items() if k not in ("instance", "job")})
+            for labels in prometheus.discovered(tmp_path / "targets.json", tmp_path)]
 
 
 def test_prometheus_finds_every_server_with_its_labels(tmp_path, promtool):
