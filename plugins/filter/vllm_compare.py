@@ -69,6 +69,21 @@ def vllm_compare_baseline(directory: str, name: str, fields: Any, settings: Any)
             "blocks": compare_report.measured_blocks(kept, str(name)) if value else []}
 
 
+def vllm_compare_expected(schedule: Any, deployed: Any, runs_per_block: Any, directory: str, fields: Any,
+                          settings: Any) -> dict[str, Any]:
+    """How long the run will take, from the record kept for the same key and workload
+    (module_utils/plan/candidates.expected)."""
+    path = os.path.join(str(directory), compare_report.slug(compare_report.key(_dict(fields))), "latest.json")
+    try:
+        with open(path) as fh:
+            kept = json.load(fh)
+    except (OSError, ValueError):
+        return {"seconds": None, "why": "no earlier run on this key to time it from"}
+    if not isinstance(kept, dict) or kept.get("workload") != compare_report.workload(_dict(settings)):
+        return {"seconds": None, "why": "the earlier run on this key measured another workload"}
+    return candidates.expected([_dict(b) for b in schedule or []], _dict(deployed), int(runs_per_block or 1), kept)
+
+
 def vllm_tune_choice(latest: str, configurations: Any, deployed: Any) -> dict[str, Any]:
     """What a tune run rolls out, from the compare record kept at ``latest`` (module_utils/plan/tune)."""
     try:
@@ -87,5 +102,6 @@ class FilterModule:
         return {"vllm_compare_problems": vllm_compare_problems, "vllm_compare_order": vllm_compare_order,
                 "vllm_compare_settings": vllm_compare_settings, "vllm_compare_describe": vllm_compare_describe,
                 "vllm_compare_key": vllm_compare_key, "vllm_compare_baseline": vllm_compare_baseline,
+                "vllm_compare_expected": vllm_compare_expected,
                 "vllm_compare_schedule": vllm_compare_schedule, "vllm_compare_settled": vllm_compare_settled,
                 "vllm_tune_choice": vllm_tune_choice}

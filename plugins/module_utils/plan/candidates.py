@@ -198,3 +198,50 @@ def schedule(configurations, rounds):
     order = intervals.schedule(names if rounds % 2 else names[::-1], rounds)
     return [{"configuration": by_name[name], "round": r, "first": i == 0 or order[i - 1][0] != r}
             for i, (r, name) in enumerate(order)]
+
+
+def _median(values):
+    values = sorted(values)
+    if not values:
+        return None
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2.0
+
+
+def _serves(deployed, entry):
+    """What a server started for ``entry`` runs, comparable across blocks (K as a number, as the unit has it)."""
+    described = describe(entry, deployed)
+    model = settings(entry, deployed).get("speculative_model") if described["method"] else ""
+    return (described["method"], described["k"], sorted(described["extra"].items()), sorted(described["args"].items()),
+            model or "")
+
+
+def expected(blocks, deployed, runs_per_block, kept):
+    """How long a run of ``blocks`` (schedule()) will take, timed from an earlier run of the same key (its kept
+    record, or None): {seconds, starts, blocks, start_s, run_s, from_run}, or {seconds: None, why}.
+
+    A block measures ``runs_per_block`` runs (categories x concurrencies x repeats); it starts a server first when
+    its settings are not those of the block before it (the first: not the inventory's, which the canary runs), and
+    the run ends on the inventory's settings. The earlier run gives the time of one measured run (from its blocks
+    without a start) and of one start (what a block with a start took beyond its runs); the estimate is that of the
+    earlier run's host and workload, so it says which run it comes from."""
+    results = [r for r in (kept or {}).get("results") or []
+               if isinstance(r, dict) and r.get("status") == "ready" and isinstance(r.get("seconds"), (int, float))]
+    stay = [r["seconds"] / max(len((r.get("bench") or {}).get("runs") or []), 1) for r in results if not r.get("restarted")]
+    run_s = _median(stay)
+    starts_seen = [r["seconds"] - run_s * max(len((r.get("bench") or {}).get("runs") or []), 1)
+                   for r in results if r.get("restarted")] if run_s is not None else []
+    start_s = _median(starts_seen)
+    if run_s is None or start_s is None:
+        return {"seconds": None, "why": "no earlier run on this key timed a block with and without a start"}
+    inventory = _serves(deployed, {"name": ""})
+    previous, starts = inventory, 0
+    for block in blocks:
+        now = _serves(deployed, block["configuration"])
+        starts += now != previous
+        previous = now
+    starts += previous != inventory
+    seconds = starts * max(start_s, 0.0) + len(blocks) * max(int(runs_per_block), 1) * run_s
+    return {"seconds": round(seconds, 1), "starts": starts, "blocks": len(blocks), "start_s": round(start_s, 1),
+            "run_s": round(run_s, 1), "from_run": (kept or {}).get("run")}
+

@@ -113,3 +113,43 @@ def test_command_line_strings_are_read_as_the_playbook_reads_them_and_the_twin_n
     assert candidates.run_problems({"vllm_compare_rounds": "2", "vllm_compare_aa": "false", "vllm_compare_target": "0.1"}) == []
     clash = candidates.run_problems({}, [{"name": "none"}, {"name": "none-again"}])
     assert len(clash) == 1 and "named none-again" in clash[0]
+
+
+RUNS_ON = {"speculative_method": "dflash", "speculative_model": "/srv/drafter", "num_speculative_tokens": 4,
+            "speculative_extra": {}, "args": {"max-model-len": 256}}
+
+
+def kept_run(blocks):
+    """A kept record of (name, restarted, seconds, runs) blocks, as the compare report writes it."""
+    return {"run": "20261206T085915Z", "results": [
+        {"name": name, "status": "ready", "restarted": restarted, "seconds": seconds, "bench": {"runs": [{}] * runs}}
+        for name, restarted, seconds, runs in blocks]}
+
+
+def test_the_expected_time_counts_the_starts_the_schedule_needs_and_times_them_from_the_last_run():
+    configs = candidates.order([{"name": "none", "speculative": {}}, {"name": "as-deployed"}])
+    blocks = candidates.schedule(configs, 2)
+    # The last run: a block without a start measured 2 runs in 20 s (10 s a run); with a start, 2 runs in 70 s.
+    kept = kept_run([("as-deployed", False, 20.0, 2), ("none", True, 70.0, 2), ("none", False, 20.0, 2),
+                     ("as-deployed", True, 70.0, 2)])
+    out = candidates.expected(blocks, RUNS_ON, 4, kept)
+    # as-deployed (runs already), none (a start), none, as-deployed (a start), and it ends on the inventory's.
+    assert (out["starts"], out["blocks"], out["run_s"], out["start_s"]) == (2, 4, 10.0, 50.0)
+    assert out["seconds"] == 2 * 50.0 + 4 * 4 * 10.0 and out["from_run"] == "20261206T085915Z"
+    # Three rounds of three: none, its A/A twin back to back (no start of its own), as-deployed; then as-deployed,
+    # the twin, none; then none, the twin, as-deployed: four starts.
+    three = candidates.schedule(candidates.with_twin(configs), 3)
+    assert candidates.expected(three, RUNS_ON, 1, kept)["starts"] == 4
+
+
+def test_without_a_timed_run_there_is_no_estimate_and_it_says_why():
+    blocks = candidates.schedule([{"name": "none", "speculative": {}}], 1)
+    for kept in (None, {}, kept_run([("none", True, 70.0, 1)]), kept_run([("none", False, 20.0, 1)])):
+        out = candidates.expected(blocks, RUNS_ON, 1, kept)
+        assert out["seconds"] is None and "no earlier run" in out["why"], (kept, out)
+
+
+def test_a_k_given_as_text_by_the_inventory_is_the_same_k():
+    blocks = candidates.schedule([{"name": "k4", "speculative": {"method": "dflash", "num_speculative_tokens": 4}}], 1)
+    kept = kept_run([("k4", False, 20.0, 1), ("none", True, 70.0, 1)])
+    assert candidates.expected(blocks, dict(RUNS_ON, num_speculative_tokens="4"), 1, kept)["starts"] == 0
