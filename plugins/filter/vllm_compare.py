@@ -26,7 +26,7 @@ def vllm_compare_problems(configurations: Any, run: Any = None) -> list[str]:
     found = [] if configurations is None else candidates.problems(configurations)
     if run is not None:
         found += candidates.run_problems(dict((name, run[name]) for name in candidates.RUN_OPTIONS if name in run),
-                                           configurations)
+                                         configurations)
     return found
 
 

@@ -105,7 +105,7 @@ def main():
     )
     p = module.params
     row = host_state.read(p["service"], p["service"] + "-watchdog.timer", p["state_dir"],
-                           lambda argv: module.run_command(argv, environ_update=SYSTEMCTL_ENV))
+                          lambda argv: module.run_command(argv, environ_update=SYSTEMCTL_ENV))
     module.exit_json(changed=False, status=row)
 
 

@@ -244,4 +244,3 @@ def expected(blocks, deployed, runs_per_block, kept):
     seconds = starts * max(start_s, 0.0) + len(blocks) * max(int(runs_per_block), 1) * run_s
     return {"seconds": round(seconds, 1), "starts": starts, "blocks": len(blocks), "start_s": round(start_s, 1),
             "run_s": round(run_s, 1), "from_run": (kept or {}).get("run")}
-

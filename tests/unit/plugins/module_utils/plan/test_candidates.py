@@ -49,8 +49,8 @@ def test_no_speculation_clears_the_method_and_keeps_the_args_and_an_integer_k():
 
 def test_a_dflash_k_keeps_the_inventory_s_drafter_and_puts_other_keys_in_extra():
     got = candidates.overrides({"name": "k8", "speculative": {"method": "dflash", "num_speculative_tokens": 8,
-                                                           "attention_backend": "FLASH_ATTN"},
-                             "args": {"max-num-seqs": 4}}, DEPLOYED)
+                                                              "attention_backend": "FLASH_ATTN"},
+                                "args": {"max-num-seqs": 4}}, DEPLOYED)
     assert got == {"args": {"max-model-len": 32768, "reasoning-parser": "qwen3", "max-num-seqs": 4},
                    "speculative_method": "dflash", "speculative_model": "/opt/vllm/drafter",
                    "num_speculative_tokens": 8, "speculative_extra": {"attention_backend": "FLASH_ATTN"}}
@@ -72,9 +72,9 @@ def test_baselines_are_what_is_not_dflash_unless_said():
     assert candidates.describe({"name": "as-deployed"}, DEPLOYED)["baseline"] is False
     assert candidates.describe({"name": "as-deployed"}, DEPLOYED)["k"] == 15
     assert candidates.describe({"name": "ng", "speculative": {"method": "ngram", "num_speculative_tokens": 2}},
-                            DEPLOYED)["baseline"] is True
+                               DEPLOYED)["baseline"] is True
     assert candidates.describe({"name": "mine", "speculative": {"method": "ngram", "num_speculative_tokens": 2},
-                             "baseline": False}, DEPLOYED)["baseline"] is False
+                                "baseline": False}, DEPLOYED)["baseline"] is False
 
 
 def test_the_inventory_s_own_settings_run_last():
@@ -116,7 +116,7 @@ def test_command_line_strings_are_read_as_the_playbook_reads_them_and_the_twin_n
 
 
 RUNS_ON = {"speculative_method": "dflash", "speculative_model": "/srv/drafter", "num_speculative_tokens": 4,
-            "speculative_extra": {}, "args": {"max-model-len": 256}}
+           "speculative_extra": {}, "args": {"max-model-len": 256}}
 
 
 def kept_run(blocks):
