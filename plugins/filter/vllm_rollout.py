@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import rollout as rollout_plan
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import inputs as server_inputs
 
@@ -18,6 +20,13 @@ def vllm_rollout_plan(status: Any, inputs: Any, history: Any = None, checked: st
                       previews: Any = (), check_mode: bool = False) -> dict[str, Any]:
     return rollout_plan.plan(_dict(status), _dict(inputs), _dict(history), str(checked or ""), _dict(failed_why),
                              list(previews or []), rollout_plan.flag(check_mode))
+
+
+def vllm_changed_parts(parts: Any) -> list[str]:
+    try:
+        return rollout_plan.changed(_dict(parts))
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc))
 
 
 def vllm_chosen_hosts(value: Any, group: Any, variable: str) -> dict[str, Any]:
@@ -68,4 +77,4 @@ class FilterModule:
                 "vllm_stage_restarts": vllm_stage_restarts, "vllm_rollout_batches": vllm_rollout_batches,
                 "vllm_server_result": vllm_server_result, "vllm_failure_message": vllm_failure_message,
                 "vllm_inputs_history": vllm_inputs_history, "vllm_inputs_env": vllm_inputs_env,
-                "vllm_chosen_hosts": vllm_chosen_hosts}
+                "vllm_chosen_hosts": vllm_chosen_hosts, "vllm_changed_parts": vllm_changed_parts}

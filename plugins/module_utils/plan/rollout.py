@@ -15,7 +15,8 @@ start and the record leaves that reason too.
 
 from __future__ import annotations
 
-# The part names of roles/vllm_server's inputs, in the order a reason names them.
+# The part names of roles/vllm_server's inputs (its vars' _vllm_server_input_parts), in the order a reason names
+# them; "<part> changed" is the reason a changed part gives (changed()).
 PARTS = ("unit", "env file", "drafter or model files", "virtualenv")
 # systemd states in which the unit's process serves or is about to (a reload keeps the process).
 RUNNING = ("active", "reloading")
@@ -70,7 +71,7 @@ def restart_reasons(status, inputs, history=None, failed_why=None, previews=()):
     elif inputs["running_digest"] != inputs.get("digest"):
         names = changed_parts(inputs, history)
         if names:
-            reasons.extend("%s changed" % name for name in names)
+            reasons.extend(changed(dict((name, True) for name in names), strict=False))
         else:
             reasons.append("its inputs changed since it started")
     unique = []
@@ -78,6 +79,16 @@ def restart_reasons(status, inputs, history=None, failed_why=None, previews=()):
         if reason not in unique:
             unique.append(reason)
     return unique
+
+
+def changed(parts, strict=True):
+    """"<part> changed" for each part flagged true, in PARTS' order, then any other part named: the reason a real
+    run reads from the host's digests (restart_reasons), and check mode's for the files a real run would install.
+    strict: a name that is not one of PARTS is a ValueError naming it."""
+    unknown = sorted(name for name in parts if name not in PARTS)
+    if strict and unknown:
+        raise ValueError("not a part of the server's inputs: %s (the parts: %s)" % (", ".join(unknown), ", ".join(PARTS)))
+    return ["%s changed" % name for name in list(PARTS) + unknown if name in parts and flag(parts[name])]
 
 
 def unchecked(status, inputs):

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import rollout
+
+ROLE = Path(__file__).resolve().parents[5] / "roles" / "vllm_server"
 
 PARTS = {"unit": "u1", "env file": "e1", "drafter or model files": "d1", "virtualenv": "v1"}
 ACTIVE = {"ActiveState": "active", "Result": "success", "NRestarts": "0"}
@@ -163,3 +168,12 @@ def test_batches_confirm_only_the_hosts_known_not_to_restart():
     restarts = {"a": False, "b": True, "c": None, "d": False}
     assert rollout.batches(["a", "b", "c", "d", "e"], restarts) == {"confirm": ["a", "d"], "roll": ["b", "c", "e"]}
     assert rollout.batches([], {}) == {"confirm": [], "roll": []}
+
+
+def test_a_changed_part_is_worded_once_for_check_mode_and_for_the_host_s_digests():
+    assert rollout.changed({"virtualenv": True, "unit": "True", "env file": False}) == ["unit changed", "virtualenv changed"]
+    with pytest.raises(ValueError, match="not a part of the server's inputs: drafter"):
+        rollout.changed({"drafter": True})
+    # The role's inputs are made of exactly these parts, so a reason names what the digest found.
+    parts = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["_vllm_server_input_parts"]
+    assert tuple(parts) == rollout.PARTS
