@@ -24,9 +24,9 @@ from pathlib import Path
 
 import yaml
 
-HERE = Path(__file__).resolve().parent
-CONFIG = HERE / "ansible.cfg"
-REPO = HERE.parent
+TESTS = Path(__file__).resolve().parents[1]
+CONFIG = TESTS / "ansible.cfg"
+REPO = TESTS.parent
 
 # The venv's own when its bin/ is not on PATH (pytest started as venv/bin/python -m pytest).
 ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or os.path.join(os.path.dirname(sys.executable), "ansible-playbook")

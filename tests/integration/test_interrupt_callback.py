@@ -9,9 +9,9 @@ import signal
 
 import pytest
 
-from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import HERE, REPO, run_playbook
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import REPO, TESTS, run_playbook
 
-CALLBACKS = "%s:%s" % (HERE / "callback_plugins", REPO / "bench" / "callback_plugins")
+CALLBACKS = "%s:%s" % (TESTS / "callback_plugins", REPO / "bench" / "callback_plugins")
 
 
 def _plays(marker):
