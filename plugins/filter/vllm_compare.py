@@ -57,13 +57,18 @@ def vllm_compare_key(fields: Any, flavor: str = "gpu", gpu_lines: Any = None) ->
     return compare_report.key(dict(_dict(fields), gpu=gpu, gpu_count=count))
 
 
-def vllm_compare_baseline(directory: str, name: str, fields: Any, settings: Any) -> dict[str, Any]:
+def _kept(directory: str, fields: Any) -> Any:
+    """The compare run kept on the controller for a key (``<directory>/<key>/latest.json``), or None."""
     path = os.path.join(str(directory), compare_report.slug(compare_report.key(_dict(fields))), "latest.json")
     try:
         with open(path) as fh:
-            kept = json.load(fh)
+            return json.load(fh)
     except (OSError, ValueError):
-        kept = None
+        return None
+
+
+def vllm_compare_baseline(directory: str, name: str, fields: Any, settings: Any) -> dict[str, Any]:
+    kept = _kept(directory, fields)
     value, problem = compare_report.measured_baseline(kept, str(name), _dict(fields), _dict(settings))
     return {"tokens_per_second": value, "problem": problem,
             "blocks": compare_report.measured_blocks(kept, str(name)) if value else []}
@@ -73,11 +78,8 @@ def vllm_compare_expected(schedule: Any, deployed: Any, runs_per_block: Any, dir
                           settings: Any) -> dict[str, Any]:
     """How long the run will take, from the record kept for the same key and workload
     (module_utils/plan/candidates.expected)."""
-    path = os.path.join(str(directory), compare_report.slug(compare_report.key(_dict(fields))), "latest.json")
-    try:
-        with open(path) as fh:
-            kept = json.load(fh)
-    except (OSError, ValueError):
+    kept = _kept(directory, fields)
+    if kept is None:
         return {"seconds": None, "why": "no earlier run on this key to time it from"}
     if not isinstance(kept, dict) or kept.get("workload") != compare_report.workload(_dict(settings)):
         return {"seconds": None, "why": "the earlier run on this key measured another workload"}

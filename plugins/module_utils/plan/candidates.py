@@ -26,6 +26,7 @@ from __future__ import annotations
 from ansible_collections.llmops.vllm.plugins.module_utils.report import intervals
 
 import re
+import statistics
 
 PREFIX = "vllm_compare_configurations"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -200,14 +201,6 @@ def schedule(configurations, rounds):
             for i, (r, name) in enumerate(order)]
 
 
-def _median(values):
-    values = sorted(values)
-    if not values:
-        return None
-    middle = len(values) // 2
-    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2.0
-
-
 def _serves(deployed, entry):
     """What a server started for ``entry`` runs, comparable across blocks (K as a number, as the unit has it)."""
     described = describe(entry, deployed)
@@ -225,15 +218,14 @@ def expected(blocks, deployed, runs_per_block, kept):
     the run ends on the inventory's settings. The earlier run gives the time of one measured run (from its blocks
     without a start) and of one start (what a block with a start took beyond its runs); the estimate is that of the
     earlier run's host and workload, so it says which run it comes from."""
-    results = [r for r in (kept or {}).get("results") or []
+    results = [(r["seconds"], max(len((r.get("bench") or {}).get("runs") or []), 1), bool(r.get("restarted")))
+               for r in (kept or {}).get("results") or []
                if isinstance(r, dict) and r.get("status") == "ready" and isinstance(r.get("seconds"), (int, float))]
-    stay = [r["seconds"] / max(len((r.get("bench") or {}).get("runs") or []), 1) for r in results if not r.get("restarted")]
-    run_s = _median(stay)
-    starts_seen = [r["seconds"] - run_s * max(len((r.get("bench") or {}).get("runs") or []), 1)
-                   for r in results if r.get("restarted")] if run_s is not None else []
-    start_s = _median(starts_seen)
-    if run_s is None or start_s is None:
+    stay = [seconds / runs for seconds, runs, restarted in results if not restarted]
+    if not stay or all(not restarted for _s, _r, restarted in results):
         return {"seconds": None, "why": "no earlier run on this key timed a block with and without a start"}
+    run_s = statistics.median(stay)
+    start_s = statistics.median([seconds - run_s * runs for seconds, runs, restarted in results if restarted])
     inventory = _serves(deployed, {"name": ""})
     previous, starts = inventory, 0
     for block in blocks:
