@@ -167,7 +167,8 @@ def main() -> int:
     wheelhouse_bytes = sum(f.stat().st_size for f in Path(wheelhouse).iterdir()) if wheelhouse else None
 
     print("machine: %s, %d CPUs, Python %s" % (platform.platform(), os.cpu_count() or 0, platform.python_version()))
-    print("\nDeploy wall time (s), each scenario's converge and its idempotence re-run")
+    print("\nDeploy wall time (s), each scenario's first deploy and a no-op re-run (the fleet's idempotence step, the "
+          "one host's keyed re-run)")
     print(table([[t["hosts"], t["first_s"], t["noop_s"], "%.0f%%" % (100 * t["ratio"])] for t in times],
                 ["hosts", "first deploy", "no-op re-run", "no-op / first"]))
     print("\nRollouts of the %d-host fleet while the probe sent requests (front door every 1 s, each host every %g s)"
