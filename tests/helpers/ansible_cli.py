@@ -6,7 +6,7 @@ is the default one, so ``AnsibleRun.stdout`` reads like a user's terminal; the
 task_results callback (tests/callback_plugins) records each task's result and
 when the controller got it, for ``AnsibleRun.tasks``.
 
-    run = run_playbook(REPO / "tests/integration/playbooks/preflight.yml", extra_vars={...})
+    run = run_playbook(REPO / "tests/integration/playbooks/preflight.yml", inventory=path, extra_vars={...})
     assert run.rc == 0, run.report()
     result = run_module("llmops.vllm.vllm_wait", {"pid": 1, "timeout": 5}).result()
 """
