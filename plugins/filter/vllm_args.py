@@ -15,10 +15,10 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import serve as vllm_serve_plan
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import hazards as vllm_hazards
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import layers as vllm_layers
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import serve
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import hazards
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.layers import merge
 from ansible_collections.llmops.vllm.plugins.module_utils.plan.rules import parse_release
 
 # Characters that need neither quotes nor escapes in an ExecStart= word
@@ -31,14 +31,14 @@ def vllm_serve_argv(settings: Mapping[str, Any]) -> list[str]:
     if not isinstance(settings, Mapping):
         raise AnsibleFilterError(f"vllm_serve_argv expects a mapping of settings, got {type(settings).__name__}")
     try:
-        return vllm_serve_plan.argv(dict(settings))
+        return serve.argv(dict(settings))
     except ValueError as e:
         raise AnsibleFilterError(f"vllm_serve_argv: {e}") from e
 
 
 def vllm_args_layers(base: Mapping[str, Any], layers: Mapping[str, Any] | None) -> dict[str, Any]:
     """vllm_server_args with its named layers merged over it (module_utils/plan/layers)."""
-    merged, problems = vllm_layers.merge(base if base is not None else {}, dict(layers or {}))
+    merged, problems = merge(base if base is not None else {}, dict(layers or {}))
     if problems:
         raise AnsibleFilterError(" ".join(problems))
     return merged
@@ -48,7 +48,7 @@ def vllm_serve_plan_filter(settings: Mapping[str, Any], reads: Mapping[str, Any]
     """The server preflight's decision: argv, problems naming the variable, warnings."""
     if not isinstance(settings, Mapping):
         raise AnsibleFilterError(f"vllm_serve_plan expects a mapping of settings, got {type(settings).__name__}")
-    return vllm_serve_plan.plan(dict(settings), dict(reads or {}))
+    return serve.plan(dict(settings), dict(reads or {}))
 
 
 def vllm_runtime_hazards(facts: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -60,21 +60,21 @@ def vllm_runtime_hazards(facts: Mapping[str, Any]) -> dict[str, list[str]]:
         release = parse_release(facts.get("release"))
     except ValueError as e:
         raise AnsibleFilterError(f"vllm_runtime_hazards: {e}") from e
-    problems, warnings = vllm_hazards.check(vllm_hazards.Facts(release, facts.get("flavor", "gpu"),
-                                                               flash_attn=facts.get("flash_attn")))
+    problems, warnings = hazards.check(hazards.Facts(release, facts.get("flavor", "gpu"),
+                                                     flash_attn=facts.get("flash_attn")))
     return {"problems": problems, "warnings": warnings}
 
 
 def vllm_server_urls(host: Any, port: Any, public_name: str) -> dict[str, str]:
     """The health URL this host probes and the endpoint clients use (module_utils/plan/serve)."""
-    return vllm_serve_plan.server_urls(host, port, public_name)
+    return serve.server_urls(host, port, public_name)
 
 
 def vllm_liveness_probe(model: Any) -> dict[str, str]:
     """The watchdog's and the front door's probe request of a server serving ``model`` (module_utils/probe/liveness)."""
     if isinstance(model, bool) or not isinstance(model, (str, int, float)) or str(model) == "":
         raise AnsibleFilterError(f"vllm_liveness_probe expects the served model name, got {model!r}")
-    return liveness_probe.request(model)
+    return liveness.request(model)
 
 
 def _escape_in_quotes(char: str) -> str:

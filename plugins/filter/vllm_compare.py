@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import candidates
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import tune as tune_plan
-from ansible_collections.llmops.vllm.plugins.module_utils.report import compare as compare_report
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import tune
+from ansible_collections.llmops.vllm.plugins.module_utils.report import compare
 from ansible_collections.llmops.vllm.plugins.module_utils.report import intervals
-from ansible_collections.llmops.vllm.plugins.module_utils.report import rounds as compare_rounds
+from ansible_collections.llmops.vllm.plugins.module_utils.report import rounds
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -40,8 +40,8 @@ def vllm_compare_schedule(configurations: list[Any], rounds: Any = 1, aa: Any = 
 
 
 def vllm_compare_settled(results: list[Any], target: Any = None) -> bool:
-    return compare_rounds.settled([_dict(r) for r in results],
-                                  float(target) if target else intervals.TARGET_HALF_WIDTH)
+    return rounds.settled([_dict(r) for r in results],
+                          float(target) if target else intervals.TARGET_HALF_WIDTH)
 
 
 def vllm_compare_settings(configuration: Any, deployed: Any) -> dict[str, Any]:
@@ -53,13 +53,13 @@ def vllm_compare_describe(configuration: Any, deployed: Any) -> dict[str, Any]:
 
 
 def vllm_compare_key(fields: Any, flavor: str = "gpu", gpu_lines: Any = None) -> dict[str, str]:
-    gpu, count = compare_report.gpu_fields(flavor, list(gpu_lines or []))
-    return compare_report.key(dict(_dict(fields), gpu=gpu, gpu_count=count))
+    gpu, count = compare.gpu_fields(flavor, list(gpu_lines or []))
+    return compare.key(dict(_dict(fields), gpu=gpu, gpu_count=count))
 
 
 def _kept(directory: str, fields: Any) -> Any:
     """The compare run kept on the controller for a key (``<directory>/<key>/latest.json``), or None."""
-    path = os.path.join(str(directory), compare_report.slug(compare_report.key(_dict(fields))), "latest.json")
+    path = os.path.join(str(directory), compare.slug(compare.key(_dict(fields))), "latest.json")
     try:
         with open(path) as fh:
             return json.load(fh)
@@ -69,9 +69,9 @@ def _kept(directory: str, fields: Any) -> Any:
 
 def vllm_compare_baseline(directory: str, name: str, fields: Any, settings: Any) -> dict[str, Any]:
     kept = _kept(directory, fields)
-    value, problem = compare_report.measured_baseline(kept, str(name), _dict(fields), _dict(settings))
+    value, problem = compare.measured_baseline(kept, str(name), _dict(fields), _dict(settings))
     return {"tokens_per_second": value, "problem": problem,
-            "blocks": compare_report.measured_blocks(kept, str(name)) if value else []}
+            "blocks": compare.measured_blocks(kept, str(name)) if value else []}
 
 
 def vllm_compare_expected(schedule: Any, deployed: Any, runs_per_block: Any, directory: str, fields: Any,
@@ -81,7 +81,7 @@ def vllm_compare_expected(schedule: Any, deployed: Any, runs_per_block: Any, dir
     kept = _kept(directory, fields)
     if kept is None:
         return {"seconds": None, "why": "no earlier run on this key to time it from"}
-    if not isinstance(kept, dict) or kept.get("workload") != compare_report.workload(_dict(settings)):
+    if not isinstance(kept, dict) or kept.get("workload") != compare.workload(_dict(settings)):
         return {"seconds": None, "why": "the earlier run on this key measured another workload"}
     return candidates.expected([_dict(b) for b in schedule or []], _dict(deployed), int(runs_per_block or 1), kept)
 
@@ -94,7 +94,7 @@ def vllm_tune_choice(latest: str, configurations: Any, deployed: Any) -> dict[st
     except (OSError, ValueError) as exc:
         return {"name": None, "keep": True, "settings": {}, "gate": None,
                 "why": "the compare run's record %s could not be read: %s" % (latest, exc)}
-    return tune_plan.choose(kept, [_dict(c) for c in configurations or []], _dict(deployed))
+    return tune.choose(kept, [_dict(c) for c in configurations or []], _dict(deployed))
 
 
 class FilterModule:

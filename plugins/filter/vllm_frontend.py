@@ -5,26 +5,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import frontend as frontend_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import frontend
 
 
 def vllm_frontend_servers(group: list[str], fresh: list[dict[str, Any]], current: str = "",
                           backend: str = "vllm") -> list[dict[str, Any]]:
-    return frontend_plan.servers(list(group), [dict(entry) for entry in fresh or []], current or "", backend)
+    return frontend.servers(list(group), [dict(entry) for entry in fresh or []], current or "", backend)
 
 
 def vllm_frontend_problems(entries: list[dict[str, Any]], door: str, inventory: list[str] | None = None,
                            mode: str = "completion", values: dict[str, Any] | None = None) -> list[str]:
-    return frontend_plan.problems([dict(entry) for entry in entries or []], door, list(inventory or []), mode,
-                                  dict(values or {}))
+    return frontend.problems([dict(entry) for entry in entries or []], door, list(inventory or []), mode,
+                             dict(values or {}))
 
 
 def vllm_frontend_check(entries: list[dict[str, Any]], mode: str = "completion") -> dict[str, str] | None:
-    return frontend_plan.health_check([dict(entry) for entry in entries or []], mode)
+    return frontend.health_check([dict(entry) for entry in entries or []], mode)
 
 
 def vllm_api_key_id(api_key: str) -> str:
-    return frontend_plan.key_id(api_key or "")
+    return frontend.key_id(api_key or "")
 
 
 class FilterModule:

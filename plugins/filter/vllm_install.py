@@ -7,13 +7,13 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import install as vllm_install_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import install
 
 
 def vllm_install_problems(settings: Mapping[str, Any], reads: Mapping[str, Any] | None = None) -> list[str]:
     if not isinstance(settings, Mapping):
         raise AnsibleFilterError(f"vllm_install_problems expects a mapping of settings, got {type(settings).__name__}")
-    return vllm_install_plan.problems(dict(settings), dict(reads or {}))
+    return install.problems(dict(settings), dict(reads or {}))
 
 
 class FilterModule:

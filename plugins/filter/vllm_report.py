@@ -9,10 +9,10 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.vllm.plugins.module_utils.report import fleet as fleet_report
-from ansible_collections.llmops.vllm.plugins.module_utils.report import prometheus as prometheus_targets
-from ansible_collections.llmops.vllm.plugins.module_utils.report import status as fleet_status
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import speed as vllm_bench
+from ansible_collections.llmops.vllm.plugins.module_utils.report import fleet
+from ansible_collections.llmops.vllm.plugins.module_utils.report import prometheus
+from ansible_collections.llmops.vllm.plugins.module_utils.report import status
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import speed
 
 
 def _facts(hostvars: Mapping[str, Any], host: str) -> Mapping[str, Any]:
@@ -29,8 +29,8 @@ def vllm_fleet_report(hosts: list[str], hostvars: Mapping[str, Any]) -> dict[str
             not_rolled[host] = str(facts["vllm_deploy_not_rolled"])
     # playbooks/deploy.yml notes each host that answered; without any such note an absent result cannot say why.
     reached = {host for host in hosts if _facts(hostvars, host).get("vllm_deploy_reached")}
-    report_rows = fleet_report.rows(hosts, results, reached or None, not_rolled)
-    return {"hosts": report_rows, "table": fleet_report.table(report_rows)}
+    report_rows = fleet.rows(hosts, results, reached or None, not_rolled)
+    return {"hosts": report_rows, "table": fleet.table(report_rows)}
 
 
 def vllm_rollout_failed(hosts: list[str], hostvars: Mapping[str, Any]) -> list[str]:
@@ -38,11 +38,11 @@ def vllm_rollout_failed(hosts: list[str], hostvars: Mapping[str, Any]) -> list[s
 
 
 def vllm_rollout_stopped_by(hosts: list[str], hostvars: Mapping[str, Any], max_fail_percentage: float = 0) -> list[str]:
-    return fleet_report.stopped_by(vllm_rollout_failed(hosts, hostvars), len(hosts), max_fail_percentage)
+    return fleet.stopped_by(vllm_rollout_failed(hosts, hostvars), len(hosts), max_fail_percentage)
 
 
 def vllm_bench_figures(result: Any) -> dict[str, Any]:
-    return vllm_bench.figures(dict(result) if isinstance(result, Mapping) else None)
+    return speed.figures(dict(result) if isinstance(result, Mapping) else None)
 
 
 def vllm_prometheus_targets(hosts: list[str], hostvars: Mapping[str, Any], previous: Any = None) -> list[dict[str, Any]]:
@@ -54,8 +54,8 @@ def vllm_prometheus_targets(hosts: list[str], hostvars: Mapping[str, Any], previ
         # The drafter by its checkpoint's name: the directory vLLM is given is the collection's render directory.
         drafter = posixpath.basename(str(facts.get("vllm_drafter_dir") or "").rstrip("/")) if result.get("speculative_method") else ""
         servers.append(dict(result, host=host, drafter=drafter))
-    targets = prometheus_targets.entries(servers, previous if isinstance(previous, list) else None)
-    found = prometheus_targets.problems(targets)
+    targets = prometheus.entries(servers, previous if isinstance(previous, list) else None)
+    found = prometheus.problems(targets)
     if found:
         # Never a file Prometheus would refuse: the task fails and the file the fleet had stays as it was.
         raise AnsibleFilterError("the fleet's Prometheus targets would not be a file Prometheus reads, so it was left as "
@@ -72,13 +72,13 @@ def vllm_status_report(hosts: list[str], hostvars: Mapping[str, Any], doors: Any
         row = _facts(hostvars, host).get("vllm_server_status")
         if isinstance(row, Mapping):
             found[host] = dict(row)
-    status_rows = fleet_status.rows(hosts, found, dict(doors or {}), deploy_report if isinstance(deploy_report, list) else None,
-                                    deploy_report_at)
-    return {"hosts": status_rows, "table": fleet_status.table(status_rows)}
+    status_rows = status.rows(hosts, found, dict(doors or {}), deploy_report if isinstance(deploy_report, list) else None,
+                              deploy_report_at)
+    return {"hosts": status_rows, "table": status.table(status_rows)}
 
 
 def vllm_prometheus_problems(data: Any) -> list[str]:
-    return prometheus_targets.problems(data)
+    return prometheus.problems(data)
 
 
 class FilterModule:

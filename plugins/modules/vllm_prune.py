@@ -79,7 +79,7 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import prune as prune_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import prune
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import host_state
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.process import SYSTEMCTL_ENV, unit_main_pid
 
@@ -137,14 +137,14 @@ def main():
     if running:
         protected[running] = "the running server's"
     for unit in p["units"]:
-        for path in prune_plan.venvs_named(_read(unit), venvs_dir):
+        for path in prune.venvs_named(_read(unit), venvs_dir):
             protected.setdefault(path, "named by %s" % unit)
     for kept, why in (("last-good", "the last good start's"), ("previous", "the rollback target's")):
-        for path in prune_plan.venvs_named(_read(os.path.join(p["state_dir"], kept, "unit")), venvs_dir):
+        for path in prune.venvs_named(_read(os.path.join(p["state_dir"], kept, "unit")), venvs_dir):
             protected.setdefault(path, why)
     if p["next"]:
         protected.setdefault(p["next"].rstrip("/"), "the inventory's (vllm_common_venv_dir)")
-    decision = prune_plan.plan(found, protected, p["keep"])
+    decision = prune.plan(found, protected, p["keep"])
     if not module.check_mode:
         for path in decision["remove"]:
             shutil.rmtree(path)

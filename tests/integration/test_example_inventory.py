@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.filter.vllm_args import argv_lines
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
 from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_playbook
 
 MODELS = "/srv/models"
@@ -146,7 +146,7 @@ def test_systemd_accepts_the_watchdog_and_log_rotation_units(rendered: Path, tmp
     watchdog = (rendered / "gpu-node-1-vllm-watchdog.service").read_text()
     argv = exec_start_words(watchdog)
     # The front door's health check sends the same request (module_utils/probe/liveness).
-    probe = liveness_probe.request(f"{MODELS}/Qwen3.6-27B")
+    probe = liveness.request(f"{MODELS}/Qwen3.6-27B")
     assert argv[argv.index("--url") + 1] == "http://127.0.0.1:8000"
     assert (argv[argv.index("--path") + 1], argv[argv.index("--body") + 1]) == (probe["path"], probe["body"])
     assert "EnvironmentFile=-/etc/vllm/vllm.env" in watchdog

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
 from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_module, run_playbook
 from ansible_collections.llmops.vllm.tests.fixtures import vllm_routes
 from ansible_collections.llmops.vllm.tests.helpers.http_stub import HttpStub, Route
@@ -28,7 +28,7 @@ from ansible_collections.llmops.vllm.tests.helpers.http_stub import HttpStub, Ro
 COMPLETION = Route(body={"choices": [{"text": "ok", "finish_reason": "length"}]}, delay=0.2)
 # A served model name with what haproxy.cfg would read as a quote, a comment, a variable or a format.
 MODEL = "tiny'qwen3 #1 $HOME 50%"
-PROBE = liveness_probe.request(MODEL)
+PROBE = liveness.request(MODEL)
 
 
 def free_port() -> int:

@@ -13,7 +13,7 @@ import hashlib
 import ipaddress
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import kinds
 
 # The server lines of roles/vllm_frontend/templates/haproxy.cfg.j2: "server NAME ADDRESS:PORT check".
@@ -71,7 +71,7 @@ def health_check(entries, mode="completion"):
     checks = [entry["check"] for entry in entries if entry.get("check")]
     if not checks or any(check != checks[0] for check in checks):
         return None
-    return {"method": checks[0].get("method", liveness_probe.METHOD), "path": checks[0]["path"], "body": checks[0]["body"]}
+    return {"method": checks[0].get("method", liveness.METHOD), "path": checks[0]["path"], "body": checks[0]["body"]}
 
 
 def _check_problems(entries, mode):

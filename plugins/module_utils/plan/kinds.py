@@ -14,44 +14,44 @@ What a kind cannot see (an option against another, a value against the host) sta
 
 from __future__ import annotations
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import values as v
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import values
 
 # kind name: (rule, extra arguments)
 RULES = {
-    "flag": (v.flag, ()),
-    "count": (v.bounded_count, (0,)),
-    "positive": (v.bounded_count, (1,)),
-    "port": (v.port, ()),
-    "number": (v.number, ()),
-    "word": (v.word, ()),
-    "name": (v.unit_name, ()),
-    "user": (v.user, ()),
-    "path": (v.abs_path, (False,)),
-    "render_dir": (v.render_dir, ()),
-    "controller_path": (v.controller_path, ()),
-    "model": (v.model, ()),
-    "host": (v.host, ()),
-    "address": (v.ip_address, ()),
-    "interface": (v.interface, ()),
-    "token": (v.api_key, ()),
-    "url": (v.url, ()),
-    "wheel": (v.wheel, ()),
-    "command": (v.command, ()),
-    "haproxy_time": (v.haproxy_time, ()),
-    "size": (v.logrotate_size, ()),
-    "url_paths": (v.url_paths, ()),
-    "env": (v.env, ()),
-    "env_names": (v.env_name_list, ()),
-    "mapping": (v.mapping, ()),
-    "records": (v.records, ()),
-    "words": (v.each(v.word, "words"), ()),
-    "urls": (v.each(v.url, "URLs"), ()),
-    "paths": (v.each(v.abs_path, "absolute paths"), (False,)),
-    "counts": (v.each(v.bounded_count, "whole numbers"), (0,)),
-    "positives": (v.each(v.bounded_count, "whole numbers of 1 or more"), (1,)),
-    "devices": (v.each(v.device, "devices"), ()),
-    "lines": (v.each(v.line, "lines of text"), ()),
-    "arguments": (v.each(v.argument, "arguments"), ()),
+    "flag": (values.flag, ()),
+    "count": (values.bounded_count, (0,)),
+    "positive": (values.bounded_count, (1,)),
+    "port": (values.port, ()),
+    "number": (values.number, ()),
+    "word": (values.word, ()),
+    "name": (values.unit_name, ()),
+    "user": (values.user, ()),
+    "path": (values.abs_path, (False,)),
+    "render_dir": (values.render_dir, ()),
+    "controller_path": (values.controller_path, ()),
+    "model": (values.model, ()),
+    "host": (values.host, ()),
+    "address": (values.ip_address, ()),
+    "interface": (values.interface, ()),
+    "token": (values.api_key, ()),
+    "url": (values.url, ()),
+    "wheel": (values.wheel, ()),
+    "command": (values.command, ()),
+    "haproxy_time": (values.haproxy_time, ()),
+    "size": (values.logrotate_size, ()),
+    "url_paths": (values.url_paths, ()),
+    "env": (values.env, ()),
+    "env_names": (values.env_name_list, ()),
+    "mapping": (values.mapping, ()),
+    "records": (values.records, ()),
+    "words": (values.each(values.word, "words"), ()),
+    "urls": (values.each(values.url, "URLs"), ()),
+    "paths": (values.each(values.abs_path, "absolute paths"), (False,)),
+    "counts": (values.each(values.bounded_count, "whole numbers"), (0,)),
+    "positives": (values.each(values.bounded_count, "whole numbers of 1 or more"), (1,)),
+    "devices": (values.each(values.device, "devices"), ()),
+    "lines": (values.each(values.line, "lines of text"), ()),
+    "arguments": (values.each(values.argument, "arguments"), ()),
 }
 
 KIND = {
@@ -130,7 +130,7 @@ def problem(name, value):
     kind = KIND.get(name)
     if kind is None:
         return None
-    found = v.text_problem(name, value)
+    found = values.text_problem(name, value)
     if found:
         return found
     if kind.endswith("?"):

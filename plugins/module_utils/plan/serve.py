@@ -21,11 +21,11 @@ import json
 import re
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload as workloads
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import workload
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import kinds
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules as vllm_rules
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import hazards as vllm_hazards
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import memory as vllm_memory
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import hazards
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import memory
 
 PREFIX = "vllm_server_"
 
@@ -198,7 +198,7 @@ def argv_problems(settings):
     if extra is not None and not isinstance(extra, dict):
         out.append("%sspeculative_extra must be a mapping of --speculative-config keys, got %r." % (PREFIX, extra))
     else:
-        for key in sorted(set(extra or {}) & set(vllm_rules.OWN_VARIABLES)):
+        for key in sorted(set(extra or {}) & set(rules.OWN_VARIABLES)):
             out.append("%sspeculative_extra must not set %s: use %s%s." % (
                 PREFIX, key, PREFIX, {"method": "speculative_method", "model": "speculative_model"}.get(key, key)))
     args = settings.get("args", {})
@@ -383,7 +383,7 @@ def bench_problems(settings, text):
         return problems + ["%s cannot be read on the controller, or is empty. Set it to builtin, to the path of a "
                            "prompt set (ShareGPT-style JSON), or to \"\" for the fixed workload." % where]
     try:
-        categories = workloads.split(json.loads(text))
+        categories = workload.split(json.loads(text))
     except ValueError as e:
         return problems + ["%s is not a prompt set vLLM's client reads as meant: %s." % (where, e)]
     wanted = settings.get("bench_categories") or []
@@ -439,13 +439,13 @@ def plan(settings, reads=None):
     words = [] if problems else _words(settings)
     if not problems:
         try:
-            rules = vllm_rules.ServeSettings(settings.get("version"), settings.get("flavor", "gpu"),
-                                             **dict((key, settings.get(key)) for key in SPECULATIVE + SIZES + _ZERO_IS_UNSET))
+            release_rules = rules.ServeSettings(settings.get("version"), settings.get("flavor", "gpu"),
+                                                **dict((key, settings.get(key)) for key in SPECULATIVE + SIZES + _ZERO_IS_UNSET))
         except ValueError as e:
             problems.append("vllm_common_version: %s." % e)
         else:
-            problems += vllm_rules.problems(rules)
-            found, warned = vllm_hazards.check(hazard_facts(settings, rules, reads.get("models")))
+            problems += rules.problems(release_rules)
+            found, warned = hazards.check(hazard_facts(settings, release_rules, reads.get("models")))
             fit = memory_fit(settings, reads.get("models"), reads.get("gpu_memory"))
             problems += found + fit["problems"]
             early_warnings += warned + fit["warnings"]
@@ -495,13 +495,13 @@ def _env(settings):
     return env if isinstance(env, dict) else {}
 
 
-def hazard_facts(settings, rules, models):
+def hazard_facts(settings, release_rules, models):
     """What the runtime hazard table (module_utils/plan/hazards) reads, from the settings and the models' configs."""
-    batched, seqs = vllm_rules.budget(rules)
+    batched, seqs = rules.budget(release_rules)
     target, drafter = _model_read(models, "target"), _model_read(models, "drafter")
-    return vllm_hazards.Facts(rules.release, rules.flavor, rules.method, rules.tokens, batched, seqs,
-                              target and target["config"], drafter and drafter["config"], settings.get("args"),
-                              settings.get("extra_args"), _env(settings))
+    return hazards.Facts(release_rules.release, release_rules.flavor, release_rules.method, release_rules.tokens, batched, seqs,
+                         target and target["config"], drafter and drafter["config"], settings.get("args"),
+                         settings.get("extra_args"), _env(settings))
 
 
 def memory_fit(settings, models, gpu_memory):
@@ -511,28 +511,28 @@ def memory_fit(settings, models, gpu_memory):
         return {"problems": [], "warnings": [], "figures": None}
     flavor = settings.get("flavor", "gpu")
     drafter = _model_read(models, "drafter") if not _unset(settings.get("speculative_method")) else None
-    lm = vllm_memory.language_config(target["config"])
+    lm = memory.language_config(target["config"])
     max_len = _count(_arg(settings, "max-model-len")) or _count(lm.get("max_position_embeddings")) or 0
     kv, kv_name = None, None
     space = _env(settings).get("VLLM_CPU_KVCACHE_SPACE")
     if flavor == "cpu" and _count(space) is not None and "VLLM_CPU_KVCACHE_SPACE" not in _unset_env(settings):
-        kv, kv_name = _count(space) * vllm_memory.GIB, PREFIX + "env.VLLM_CPU_KVCACHE_SPACE"
+        kv, kv_name = _count(space) * memory.GIB, PREFIX + "env.VLLM_CPU_KVCACHE_SPACE"
     elif _count(_arg(settings, "kv-cache-memory-bytes")) is not None:
         kv, kv_name = _count(_arg(settings, "kv-cache-memory-bytes")), PREFIX + "args.kv-cache-memory-bytes"
     utilization = _arg(settings, "gpu-memory-utilization", _arg(settings, "device-memory-utilization"))
     try:
-        utilization = float(utilization) if utilization is not None else vllm_memory.DEFAULT_UTILIZATION
+        utilization = float(utilization) if utilization is not None else memory.DEFAULT_UTILIZATION
     except (TypeError, ValueError):
-        utilization = vllm_memory.DEFAULT_UTILIZATION
+        utilization = memory.DEFAULT_UTILIZATION
     names = {"kv": kv_name, "utilization": PREFIX + "args.gpu-memory-utilization",
              "max_len": PREFIX + "args.max-model-len",
              "more": (kv_name if kv_name else "%stensor_parallel_size, %sargs.gpu-memory-utilization" % (PREFIX, PREFIX))}
     if not max_len:
         return {"problems": [], "warnings": [], "figures": None}
-    return vllm_memory.fit(vllm_memory.Inputs(
+    return memory.fit(memory.Inputs(
         flavor, _count(settings.get("tensor_parallel_size")) or 1, max_len, utilization, kv, target["config"],
         target.get("weight_bytes"), drafter and drafter["config"], drafter and drafter.get("weight_bytes"),
-        _arg(settings, "dtype", "auto"), _arg(settings, "kv-cache-dtype", "auto"), vllm_memory.gpu_memory(gpu_memory), names))
+        _arg(settings, "dtype", "auto"), _arg(settings, "kv-cache-dtype", "auto"), memory.gpu_memory(gpu_memory), names))
 
 
 def _arg(settings, name, default=None):

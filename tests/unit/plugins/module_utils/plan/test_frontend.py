@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import frontend as frontend_plan
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness as liveness_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import frontend
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
 from ansible_collections.llmops.vllm.plugins.module_utils.plan.frontend import configured, health_check, problems, servers
 
 RUNNING = """# Ansible managed
@@ -30,7 +30,7 @@ def entry(name, address, port=8000):
 
 def served(name, address, port=8000, model="qwen3.6-27b"):
     """An entry as the vllm_server role publishes it: with its liveness probe."""
-    return dict(entry(name, address, port), check=liveness_probe.request(model))
+    return dict(entry(name, address, port), check=liveness.request(model))
 
 
 def test_the_running_lines_of_one_backend_are_read_back():
@@ -75,7 +75,7 @@ def test_an_incomplete_entry_and_an_empty_list_are_refused():
 def test_the_health_check_sends_the_servers_liveness_probe():
     listed = [served("a", "10.0.0.1"), served("b", "10.0.0.2"), entry("c", "10.0.0.3")]   # c: a running line kept
     check = health_check(listed)
-    assert check == liveness_probe.request("qwen3.6-27b")
+    assert check == liveness.request("qwen3.6-27b")
     assert check["method"] == "POST" and check["path"] == "/v1/completions"
     assert problems(listed, "door", ["door", "a", "b", "c"]) == []
     assert health_check(listed, "health") == {"method": "GET", "path": "/health", "body": ""}
@@ -97,16 +97,16 @@ KEY = "0123456789abcdef0123"
 
 
 def keyed(name, key):
-    return {"name": name, "address": "10.0.0.%d" % (ord(name[-1]) % 200), "port": 8000, "key_id": frontend_plan.key_id(key)}
+    return {"name": name, "address": "10.0.0.%d" % (ord(name[-1]) % 200), "port": 8000, "key_id": frontend.key_id(key)}
 
 
 def test_hosts_with_different_keys_behind_one_door_are_refused():
-    found = frontend_plan.problems([keyed("a", KEY), keyed("b", KEY + "x")], "door", ["a", "b", "door"], "health",
-                                   {"vllm_frontend_api_key": KEY})
+    found = frontend.problems([keyed("a", KEY), keyed("b", KEY + "x")], "door", ["a", "b", "door"], "health",
+                              {"vllm_frontend_api_key": KEY})
     assert any("different API keys" in problem and "vllm_server_api_key" in problem for problem in found), found
-    assert frontend_plan.problems([keyed("a", KEY), keyed("b", KEY)], "door", ["a", "b", "door"], "health",
-                                  {"vllm_frontend_api_key": KEY}) == []
-    found = frontend_plan.problems([keyed("a", KEY)], "door", ["a", "door"], "health", {"vllm_frontend_api_key": ""})
+    assert frontend.problems([keyed("a", KEY), keyed("b", KEY)], "door", ["a", "b", "door"], "health",
+                             {"vllm_frontend_api_key": KEY}) == []
+    found = frontend.problems([keyed("a", KEY)], "door", ["a", "door"], "health", {"vllm_frontend_api_key": ""})
     assert any("vllm_frontend_api_key is not the key" in problem for problem in found), found
 
 
@@ -119,12 +119,12 @@ def test_hosts_with_different_keys_behind_one_door_are_refused():
     ("vllm_frontend_tls_certificate", "/etc/ssl/a b.pem"), ("vllm_frontend_retries", -1),
 ])
 def test_each_front_door_value_is_checked_against_its_grammar(name, value):
-    found = frontend_plan.value_problems({name: value})
+    found = frontend.value_problems({name: value})
     assert found and all(name in problem for problem in found), found
 
 
 def test_the_front_doors_defaults_pass():
-    assert frontend_plan.value_problems({
+    assert frontend.value_problems({
         "vllm_frontend_api_key": "", "vllm_frontend_bind_address": "0.0.0.0", "vllm_frontend_backend": "vllm",
         "vllm_frontend_paths": ["/health", "/v1/completions"], "vllm_frontend_maxconn": 1000,
         "vllm_frontend_retries": 3, "vllm_frontend_timeout": "10m", "vllm_frontend_http_request_timeout": "10s",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import haproxy as rt
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import haproxy
 
 # Captured from haproxy 2.6.12: gpu-node-1 drained while its health check fails, gpu-node-2 in maintenance.
 SHOW_STAT_HEADER = ("# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,"
@@ -39,25 +39,25 @@ def answers(**by_command):
 
 
 def test_a_server_row_by_name():
-    row = rt.server("s", "vllm", "gpu-node-1", answers(show_stat=SHOW_STAT))
+    row = haproxy.server("s", "vllm", "gpu-node-1", answers(show_stat=SHOW_STAT))
     assert (row["status"], row["scur"]) == ("DOWN", "3")
-    with pytest.raises(rt.HaproxyError, match="no server vllm/gpu-node-9"):
-        rt.server("s", "vllm", "gpu-node-9", answers(show_stat=SHOW_STAT))
+    with pytest.raises(haproxy.HaproxyError, match="no server vllm/gpu-node-9"):
+        haproxy.server("s", "vllm", "gpu-node-9", answers(show_stat=SHOW_STAT))
 
 
 @pytest.mark.parametrize("name, state", [("gpu-node-1", "drain"), ("gpu-node-2", "maint"), ("gpu-node-3", "ready")])
 def test_the_admin_state_comes_from_the_servers_state_bits(name, state):
-    assert rt.admin_state("s", "vllm", name, answers(show_servers_state=SERVERS_STATE)) == state
+    assert haproxy.admin_state("s", "vllm", name, answers(show_servers_state=SERVERS_STATE)) == state
 
 
 def test_set_state_sends_the_command_and_reports_a_refusal():
     run = answers(set_server="\n")
-    rt.set_state("s", "vllm", "gpu-node-1", "drain", run)
+    haproxy.set_state("s", "vllm", "gpu-node-1", "drain", run)
     assert run.sent == ["set server vllm/gpu-node-1 state drain"]
-    with pytest.raises(rt.HaproxyError, match="No such server"):
-        rt.set_state("s", "vllm", "nope", "ready", answers(set_server="No such server.\n\n"))
-    with pytest.raises(rt.HaproxyError, match="state must be one of"):
-        rt.set_state("s", "vllm", "gpu-node-1", "down", run)
+    with pytest.raises(haproxy.HaproxyError, match="No such server"):
+        haproxy.set_state("s", "vllm", "nope", "ready", answers(set_server="No such server.\n\n"))
+    with pytest.raises(haproxy.HaproxyError, match="state must be one of"):
+        haproxy.set_state("s", "vllm", "gpu-node-1", "down", run)
 
 
 def test_wait_idle_until_the_sessions_end():
@@ -66,21 +66,21 @@ def test_wait_idle_until_the_sessions_end():
     def stat():
         return SHOW_STAT.replace("vllm,gpu-node-1,0,0,3,", "vllm,gpu-node-1,0,0,%d," % next(counts))
     now = [0.0]
-    left, most, waited = rt.wait_idle("s", "vllm", "gpu-node-1", 10, interval=1, clock=lambda: now[0],
-                                      sleep=lambda s: now.__setitem__(0, now[0] + s), run=answers(show_stat=stat))
+    left, most, waited = haproxy.wait_idle("s", "vllm", "gpu-node-1", 10, interval=1, clock=lambda: now[0],
+                                           sleep=lambda s: now.__setitem__(0, now[0] + s), run=answers(show_stat=stat))
     assert (left, most, waited) == (0, 3, 2.0)
 
 
 def test_wait_idle_gives_up_at_the_timeout():
     now = [0.0]
-    left, most, waited = rt.wait_idle("s", "vllm", "gpu-node-1", 2, interval=1, clock=lambda: now[0],
-                                      sleep=lambda s: now.__setitem__(0, now[0] + s), run=answers(show_stat=SHOW_STAT))
+    left, most, waited = haproxy.wait_idle("s", "vllm", "gpu-node-1", 2, interval=1, clock=lambda: now[0],
+                                           sleep=lambda s: now.__setitem__(0, now[0] + s), run=answers(show_stat=SHOW_STAT))
     assert (left, most, waited) == (3, 3, 2.0)
 
 
 def test_a_missing_socket_is_an_error_naming_it(tmp_path):
-    with pytest.raises(rt.HaproxyError, match="admin.sock"):
-        rt.command(str(tmp_path / "admin.sock"), "show stat")
+    with pytest.raises(haproxy.HaproxyError, match="admin.sock"):
+        haproxy.command(str(tmp_path / "admin.sock"), "show stat")
 
 
 def test_an_answer_that_trickles_is_cut_at_the_deadline(tmp_path):
@@ -107,7 +107,7 @@ def test_an_answer_that_trickles_is_cut_at_the_deadline(tmp_path):
 
     threading.Thread(target=trickle, daemon=True).start()
     started = time.monotonic()
-    with pytest.raises(rt.HaproxyError, match="no whole answer within 1 s|timed out"):
-        rt.command(path, "show stat", timeout=1.0)
+    with pytest.raises(haproxy.HaproxyError, match="no whole answer within 1 s|timed out"):
+        haproxy.command(path, "show stat", timeout=1.0)
     assert time.monotonic() - started < 3
     listener.close()
