@@ -65,6 +65,20 @@ def _stage(nodeid: str) -> str:
     return path[1] if path[0] == "tests" and len(path) > 2 else path[0]
 
 
+def pytest_collection_modifyitems(items):
+    """The tests marked quiet run right after the scenario that runs beside the others, while nothing else runs (the
+    next scenario starts with its own test); without that scenario, where they were."""
+    from ansible_collections.llmops.vllm.tests.helpers import molecule_run
+
+    quiet = [item for item in items if item.get_closest_marker("quiet")]
+    rest = [item for item in items if not item.get_closest_marker("quiet")]
+    ids = [item.nodeid for item in rest]
+    beside = "tests/molecule/test_scenarios.py::test_molecule_scenario[%s]" % molecule_run.BESIDE
+    if quiet and beside in ids:
+        at = ids.index(beside) + 1
+        items[:] = rest[:at] + quiet + rest[at:]
+
+
 def pytest_collection_finish(session):
     """Start the scenario that may run beside the other stages now, if they run too: it would only wait for them."""
     from ansible_collections.llmops.vllm.tests.helpers import molecule_run

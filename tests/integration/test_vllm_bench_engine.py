@@ -65,6 +65,9 @@ def send_liveness_probe(server):
         assert answer.status == 200
 
 
+# quiet: the client's clock is checked against the engine's, and a client short of CPU reads a burst of tokens at
+# once (beside molecule default: 333,333 tok/s by the client, 952 by the engine), so it runs when nothing else does.
+@pytest.mark.quiet
 def test_agreeing_pair_accepts_every_draft(engine_python, vllm_cli, tiny_models, tmp_path, installed_cli):
     server = serve(engine_python, vllm_cli, tmp_path, tiny_models["agree_target"], tiny_models["agree_drafter"])
     try:
