@@ -73,9 +73,8 @@ def pytest_collection_modifyitems(items):
     quiet = [item for item in items if item.get_closest_marker("quiet")]
     rest = [item for item in items if not item.get_closest_marker("quiet")]
     ids = [item.nodeid for item in rest]
-    beside = "tests/molecule/test_scenarios.py::test_molecule_scenario[%s]" % molecule_run.BESIDE
-    if quiet and beside in ids:
-        at = ids.index(beside) + 1
+    if quiet and molecule_run.BESIDE_TEST in ids:
+        at = ids.index(molecule_run.BESIDE_TEST) + 1
         items[:] = rest[:at] + quiet + rest[at:]
 
 
@@ -83,9 +82,8 @@ def pytest_collection_finish(session):
     """Start the scenario that may run beside the other stages now, if they run too: it would only wait for them."""
     from ansible_collections.llmops.vllm.tests.helpers import molecule_run
 
-    beside = "tests/molecule/test_scenarios.py::test_molecule_scenario[%s]" % molecule_run.BESIDE
     ids = [item.nodeid for item in session.items]
-    if beside in ids and any(not i.startswith("tests/molecule/") for i in ids):
+    if molecule_run.BESIDE_TEST in ids and any(not i.startswith("tests/molecule/") for i in ids):
         molecule_run.start(molecule_run.BESIDE)
         _BESIDE.append("molecule " + molecule_run.BESIDE)
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import REPO, ansible_env
 
-# The scenario that may run beside the other stages, and the most any scenario may take.
+# The scenario that may run beside the other stages, its test, and the most any scenario may take.
 BESIDE = "default"
+BESIDE_TEST = "tests/molecule/test_scenarios.py::test_molecule_scenario[%s]" % BESIDE
 TIMEOUT = 2400
 
 

@@ -35,7 +35,12 @@ class VllmServe:
         # The worker on the last core: molecule default's engine, which may run meanwhile, has the first
         # (tests/helpers/molecule_run.py), and two engines' workers on one core barely start.
         self.env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
-                        VLLM_CPU_KVCACHE_SPACE="1", VLLM_CPU_OMP_THREADS_BIND=str((os.cpu_count() or 1) - 1))
+                        VLLM_CPU_OMP_THREADS_BIND=str((os.cpu_count() or 1) - 1))
+        # A 1 GiB KV cache, unless the command sizes it: VLLM_CPU_KVCACHE_SPACE would override the flag.
+        if "--kv-cache-memory-bytes" in self.cmd:
+            self.env.pop("VLLM_CPU_KVCACHE_SPACE", None)
+        else:
+            self.env["VLLM_CPU_KVCACHE_SPACE"] = "1"
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> int:

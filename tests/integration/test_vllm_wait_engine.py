@@ -77,7 +77,7 @@ FAILURES = {
         "config_error", "bogus_key"),
     "unknown-flag": (None, ["--no-such-flag"], "config_error", "--no-such-flag"),
     # A KV cache the machine cannot hold, found by the engine as it allocates it (the preflight cannot know what a
-    # CPU host has free), named with what to lower. VLLM_CPU_KVCACHE_SPACE would override the flag: not set here.
+    # CPU host has free), named with what to lower.
     "kv-cache-too-large": (None, ["--kv-cache-memory-bytes", str(200 * 2**30)], "out_of_memory", ""),
 }
 
@@ -89,8 +89,6 @@ def test_real_start_failure_is_classified(case, engine_python, vllm_cli, tiny_mo
     extra = [a.replace("@drafter", str(tiny_models["drafter"])) for a in extra]
     drafter = None if any(a == "--speculative-config" for a in extra) else tiny_models["drafter"]
     server = VllmServe(engine_python, vllm_cli, tmp_path / "vllm.log", model_path, drafter, free_port(), extra)
-    if "--kv-cache-memory-bytes" in extra:
-        del server.env["VLLM_CPU_KVCACHE_SPACE"]
     server.start()
     try:
         res = run_module("llmops.vllm.vllm_wait", wait_args(server, 0, timeout=180)).result()
