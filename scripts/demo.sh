@@ -14,22 +14,11 @@ prepare_controller
 HOST="${LLMOPS_DEMO_HOST:-vllm-demo-1}"
 PORT="${LLMOPS_DEMO_PORT:-18000}"
 
-# The same platform options as molecule/default/molecule.yml: systemd as PID 1,
-# cgroups from the host, and a /dev/shm large enough for vLLM's engine queues.
-if ! docker container inspect "$HOST" >/dev/null 2>&1; then
-  log "container $HOST (endpoint 127.0.0.1:$PORT)"
-  docker run -d --name "$HOST" --hostname "$HOST" \
-    --cap-add SYS_ADMIN --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
-    --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup:rw --tmpfs /run --tmpfs /run/lock \
-    --shm-size 512m --stop-signal SIGRTMIN+3 -p "127.0.0.1:$PORT:8000" \
-    "$BASE_IMAGE" /lib/systemd/systemd >/dev/null
-fi
-docker start "$HOST" >/dev/null
-for _ in $(seq 30); do
-  state="$(docker exec "$HOST" systemctl is-system-running 2>/dev/null || true)"
-  [[ "$state" == running || "$state" == degraded ]] && break
-  sleep 1
-done
+# The container from the one definition the test scenarios use too (molecule/shared/containers.yml): made if
+# missing, started, and booted.
+log "container $HOST (endpoint 127.0.0.1:$PORT)"
+ansible-playbook -i localhost, "$ROOT/molecule/shared/containers.yml" \
+  -e "{\"containers\": [{\"name\": \"$HOST\", \"published_ports\": [\"127.0.0.1:$PORT:8000\"]}]}"
 
 # The demo's API key, made once and kept outside the checkout (mode 0600), as a vars file: on a command line it would
 # show in ps. Every client call below sends it; without it the server answers 401.
@@ -48,12 +37,12 @@ log "ansible-playbook playbooks/deploy.yml -i inventories/demo -e @$SECRETS"
 ansible-playbook playbooks/deploy.yml -i inventories/demo -e "@$SECRETS"
 
 log "the server, asked from this machine"
-# http_probe (Prometheus text parser) from the collection just installed and deployed.
+# http_client (its Prometheus text parser) from the collection just installed and deployed.
 python3 - "http://127.0.0.1:$PORT" "$BUILD/collections" "$SECRETS" <<'PYEOF'
 import json, sys, urllib.request
 
 sys.path.insert(0, sys.argv[2])
-from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client as http_probe
+from ansible_collections.llmops.vllm.plugins.module_utils.probe import http_client
 
 base = sys.argv[1]
 key = next(line.split(": ", 1)[1].strip() for line in open(sys.argv[3]) if line.startswith("vllm_server_api_key: "))
@@ -71,10 +60,10 @@ print(f"endpoint:    {base}/v1  (model {models[0]['id']}; the key in {sys.argv[3
 out = json.loads(get("/v1/completions", {"model": models[0]["id"], "prompt": "The health endpoint",
                                          "max_tokens": 32, "temperature": 0, "ignore_eos": True}))
 print(f"completion:  {out['usage']['completion_tokens']} tokens")
-samples = http_probe.parse_metrics(get("/metrics"))
+samples = http_client.parse_metrics(get("/metrics"))
 for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
     metric = f"vllm:spec_decode_{name}_total"
-    value = f"{http_probe.metric_total(samples, metric):g}" if metric in samples else "absent"
+    value = f"{http_client.metric_total(samples, metric):g}" if metric in samples else "absent"
     print(f"spec_decode_{name}_total: {value}")
 PYEOF
 
