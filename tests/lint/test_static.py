@@ -4,6 +4,7 @@ rendered module docs, and role metadata kept in step with defaults."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -66,13 +67,45 @@ def test_module_docs_render(plugin):
 
 @pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
 def test_argument_specs_match_defaults(role):
+    """main declares every default; another entry point declares the same options, or the ones its tasks read."""
     defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}
     specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    assert sorted(specs["main"].get("options", {})) == sorted(defaults), f"{role.name}:main options differ from defaults"
     for entry, spec in specs.items():
         options = spec.get("options", {})
-        assert sorted(options) == sorted(defaults), f"{role.name}:{entry} options differ from defaults"
-        for name, value in defaults.items():
-            assert options[name].get("default") == value, f"{role.name}:{entry} default of {name}"
+        for name, option in options.items():
+            assert name in defaults and option.get("default") == defaults[name], f"{role.name}:{entry} default of {name}"
+        if entry != "main" and (role / "tasks" / f"{entry}.yml").exists():
+            missing = sorted(_options_read(role, entry, set(defaults)) - set(options))
+            assert missing == [], f"{role.name}:{entry} reads options its spec does not declare: {missing}"
+
+
+def _options_read(role: Path, entry: str, options: set[str]) -> set[str]:
+    """The role's options an entry point's tasks read: in its task files and those they include, and through the
+    role's own variables (vars/main.yml, defaults/main.yml) those name."""
+    variables = {}
+    for name in ("vars", "defaults"):
+        path = role / name / "main.yml"
+        if path.exists():
+            variables.update((key, yaml.safe_dump(value)) for key, value in (yaml.safe_load(path.read_text()) or {}).items())
+    prefix = role.name + "_"
+    found: set[str] = set()
+
+    def names(text: str) -> None:
+        for name in set(re.findall(r"\b(_?%s\w+)\b" % re.escape(prefix), text)) - found:
+            found.add(name)
+            names(variables.get(name, ""))
+
+    todo, seen = [entry + ".yml"], set()
+    while todo:
+        path = role / "tasks" / todo.pop()
+        if path in seen or not path.exists():
+            continue
+        seen.add(path)
+        text = path.read_text()
+        names(text)
+        todo += re.findall(r"(?:include_tasks|import_tasks):\s*(?:\n\s*file:\s*)?([\w.]+\.yml)", text)
+    return found & options
 
 
 # JSON has no comment syntax, so rendered JSON files carry no header. A partial (_NAME.j2) is no file of its own: it
