@@ -26,6 +26,10 @@ COMPARE = ("vllm_compare_canary", "vllm_compare_configurations", "vllm_compare_c
 TUNE = ("vllm_tune_vars_file",)
 # The operations playbooks' own settings (status.yml, rollback.yml, remove.yml).
 OPERATIONS = ("vllm_status_path", "vllm_rollback_report_path", "vllm_rollback_hosts", "vllm_remove_hosts")
+# Role options the collection's playbooks set, wiring one role's result into another's input: an inventory does not
+# set them (docs/variables.md lists them apart from the settings).
+WIRING = ("vllm_server_pending_reasons", "vllm_server_model_sources", "vllm_server_arriving_paths",
+          "vllm_server_staged_trees", "vllm_server_front_doors", "vllm_server_door_state")
 # Facts a role or the playbook sets for a later play, a later role or another host.
 PUBLISHED = ("vllm_deploy_failed", "vllm_deploy_not_rolled", "vllm_deploy_reached", "vllm_drafter_arriving_paths",
              "vllm_drafter_model_sources", "vllm_remove_plan", "vllm_rollback_plan",
