@@ -3,9 +3,8 @@
 The default scenario serves one engine, pinned to the first core (molecule/default/host_vars); the integration
 tests' engines are pinned to the last core (tests/helpers/vllm_serve.py). So the default scenario can run beside the
 lint, unit and integration tests, started as soon as the session has collected them (tests/conftest.py), where it
-would otherwise wait for them to end. The fleet scenario, one engine on each core, starts when they have ended
-(tests/molecule/test_scenarios.py), beside the rest of the default scenario. The tests marked quiet, which measure
-speed, run after both, when nothing else runs.
+would otherwise wait for them to end; the fleet scenario, one engine on each core, runs alone after them. The tests
+marked quiet, which measure speed, run between the two, when nothing else runs.
 """
 
 from __future__ import annotations

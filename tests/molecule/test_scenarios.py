@@ -1,8 +1,7 @@
 """Each molecule scenario as one test, so the whole suite closes with one summary.
 
 A scenario the session started already, beside the other stages (tests/helpers/molecule_run.py), is waited for here;
-the others all start at the first scenario's test, once the stages before them have ended, and run beside it. The
-stage time of a scenario is its own, from its start to its end (tests/conftest.py).
+the others start here. The stage time of a scenario is its own, from its start to its end (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -17,10 +16,7 @@ SCENARIOS = sorted(p.parent.name for p in (REPO / "molecule").glob("*/molecule.y
 
 @pytest.mark.docker
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_molecule_scenario(scenario, record_property, request):
-    for item in request.session.items:
-        if item.originalname == "test_molecule_scenario":
-            molecule_run.start(item.callspec.params["scenario"])
+def test_molecule_scenario(scenario, record_property):
     rc, text, seconds = molecule_run.start(scenario).wait()
     record_property("stage_seconds", seconds)
     assert rc == 0, text[-12000:]
