@@ -38,7 +38,8 @@ activate_tools() {
   export PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
   # ansible-core 2.19 imports DSA from cryptography at start, and cryptography 46 and later warn that DSA is
   # deprecated: on every Ansible command, nothing the user did or can change.
-  export PYTHONWARNINGS="${PYTHONWARNINGS:+$PYTHONWARNINGS,}ignore::UserWarning:ansible._internal._ssh._ssh_agent"
+  local quiet_dsa="ignore::UserWarning:ansible._internal._ssh._ssh_agent"
+  [[ ",${PYTHONWARNINGS:-}," == *",$quiet_dsa,"* ]] || export PYTHONWARNINGS="${PYTHONWARNINGS:+$PYTHONWARNINGS,}$quiet_dsa"
 }
 
 # What both entry points (test.sh, demo.sh) need first: a machine set up, this checkout
