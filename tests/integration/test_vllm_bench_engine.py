@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import counters
+from ansible_collections.llmops.vllm.plugins.module_utils.report import compare
 from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_module
 from ansible_collections.llmops.vllm.tests.helpers.vllm_serve import SERVED, VllmServe, free_port, wait_args
 
@@ -137,3 +139,34 @@ def test_random_drafter_misses_an_acceptance_gate_with_its_figures(engine_python
         assert spec["drafts"] == saved["spec_decode_num_drafts"]
     assert "%.2f" % res["acceptance_length"] in res["msg"]
     assert res["decode_tokens_per_second"] > 0
+
+
+def test_the_random_drafter_is_found_not_to_pay_with_its_interval(
+        engine_python, vllm_cli, tiny_models, tmp_path, installed_cli):
+    """A compare run's answer for a drafter that does not match its target, from the real engine: no speculation
+    and the random drafter at K=4, each started afresh in each of two rounds in the compare run's order (A B, then
+    B A), measured by vllm_bench, then judged by the compare run's own report (module_utils/report/compare)."""
+    configs = {"no-speculation": ("", None, None), "dflash-k4": ("dflash", K, tiny_models["drafter"])}
+    results = []
+    for round_, order in enumerate((list(configs), list(configs)[::-1])):
+        for name in order:
+            method, k, drafter = configs[name]
+            block = tmp_path / ("%s-%d" % (name, round_))   # a log of its own: the wait reads it from the start
+            block.mkdir()
+            server = serve(engine_python, vllm_cli, block, tiny_models["target"], drafter)
+            try:
+                measured = bench(server, installed_cli, tiny_models, block, concurrency=[1])
+            finally:
+                server.stop()
+            results.append({"name": name, "method": method, "k": k, "extra": {}, "args": {}, "baseline": not method,
+                            "status": "ready", "reason": "", "round": round_, "bench": measured})
+    summary = compare.compare(results)
+    recommendation = summary["recommendation"]
+    assert not recommendation["dflash_pays"] and recommendation["name"] == "no-speculation", recommendation
+    # Slower, or ahead on tok/s by the noise of a two-core host but not shown faster by its rounds; and why.
+    assert re.search("DFlash (does not pay|is not shown to pay) here", recommendation["msg"]), recommendation["msg"]
+    assert "almost never accepted" in recommendation["msg"], recommendation["msg"]
+    interval = summary["speedup_intervals"]["dflash-k4"]["no-speculation"]
+    assert interval["n"] == 2 and interval["low"] <= interval["ratio"] <= interval["high"], interval
+    assert "95% interval [" in recommendation["msg"] and "over 2 rounds" in recommendation["msg"], recommendation["msg"]
+    assert recommendation["told_apart"] == ("cannot tell" not in recommendation["msg"]), recommendation["msg"]
