@@ -9,10 +9,10 @@ in one session, so one test run gives both columns; this script reads them, prin
 - no request failed through the front door during any rollout (the first deploy from the first answer on);
 - no request failed on a host the rollout did not restart.
 
-Each scenario's compare run (playbooks/compare.yml on one host: the default scenario's agreeing pair, the fleet's
-random drafter on its second host while the first serves) is read from what it kept (compare/*/latest.json) and its
-output: the wall time of each configuration, the canary's time out of its front door, the spread of the repeated
-measurements and the smallest speed-up a gate can tell from it.
+The default scenario's compare run (its tune run: playbooks/compare.yml on its one host with the agreeing pair) is
+read from what it kept (compare/*/latest.json) and its output: the wall time of each configuration, the canary's
+time out of its front door, the spread of the repeated measurements and the smallest speed-up a gate can tell from
+it.
 
     python bench/bench_fleet.py                       # reads .build/molecule/{default,fleet}-record
     python bench/bench_fleet.py --json figures.json   # the figures as JSON too
@@ -209,8 +209,7 @@ def main() -> int:
             print("\nLiveness watchdog on the host (systemd's accounting of each run): %d runs, median %.0f ms CPU per "
                   "run, %.1f s CPU per hour at one run every %g s" % (len(runs), median, median * 3600 / args.watchdog_every / 1000,
                                                                       args.watchdog_every))
-    compares = {"1 host": compare_run(args.default, "compare.log"),
-                "%d hosts" % times[1]["hosts"]: compare_run(args.fleet, "deploy-compare.log")}
+    compares = {"1 host": compare_run(args.default, "compare.log")}
     for scenario, run in compares.items():
         if not run:
             continue

@@ -17,10 +17,13 @@ from pathlib import Path
 
 from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import REPO, ansible_env
 
-# The scenario that may run beside the other stages, its test, and the most any scenario may take.
+# The scenario that may run beside the other stages, and its test.
 BESIDE = "default"
 BESIDE_TEST = "tests/molecule/test_scenarios.py::test_molecule_scenario[%s]" % BESIDE
-TIMEOUT = 2400
+# The most any scenario may take: one past it is hung, not slow. Two-core runs vary by up to 35% and CI runs slower
+# than the figures in docs/figures.md, so the limit stands well above the longest scenario's budget; CI's own limit
+# (90 minutes for the whole run) is the one that must never be reached.
+TIMEOUT = 3000
 
 
 class ScenarioRun:
