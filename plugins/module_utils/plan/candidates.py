@@ -108,8 +108,9 @@ def overrides(entry, deployed):
 
 
 def settings(entry, deployed):
-    """The inventory's settings with one configuration's over them: every key of ``deployed``."""
-    return dict(deployed, **overrides(entry, deployed))
+    """The inventory's settings with one configuration's over them: every key of ``deployed``, and ``env``, what the
+    configuration adds to the server's environment (the A/A twin's marker, with_twin)."""
+    return dict(deployed, env=dict(TWIN_ENV) if entry.get("twin") else {}, **overrides(entry, deployed))
 
 
 def describe(entry, deployed):
@@ -131,6 +132,11 @@ def order(configurations):
 
 
 AA_SUFFIX = "-again"
+# What sets the A/A twin apart from the configuration it repeats: one variable in the server's environment that vLLM
+# does not read. Its unit differs, so the twin is started afresh in every round, as a configuration is: with the same
+# unit it would be measured on the process the block before left running, and its interval would show the noise of
+# one process, not the noise between starts that every other comparison of the run includes.
+TWIN_ENV = {"LLMOPS_COMPARE_TWIN": "1"}
 RUN_OPTIONS = ("vllm_compare_rounds", "vllm_compare_aa", "vllm_compare_target", "vllm_compare_budget_s")
 
 
@@ -179,11 +185,12 @@ def run_problems(run, configurations=None):
 def with_twin(configurations):
     """The configurations and an A/A twin: the first one again under another name, measured in every round like the
     others, so that its interval over the first (module_utils/report/rounds.noise_floor) is this host's noise floor.
-    The twin goes second: the as-deployed configuration stays last."""
+    The twin goes second: the as-deployed configuration stays last. It is marked ``twin``: its server carries TWIN_ENV,
+    so it starts afresh in every round."""
     if not configurations:
         return []
     first = configurations[0]
-    return [first, dict(first, name=first["name"] + AA_SUFFIX)] + list(configurations[1:])
+    return [first, dict(first, name=first["name"] + AA_SUFFIX, twin=True)] + list(configurations[1:])
 
 
 def schedule(configurations, rounds):
@@ -206,7 +213,7 @@ def _serves(deployed, entry):
     described = describe(entry, deployed)
     model = settings(entry, deployed).get("speculative_model") if described["method"] else ""
     return (described["method"], described["k"], sorted(described["extra"].items()), sorted(described["args"].items()),
-            model or "")
+            model or "", bool(entry.get("twin")))
 
 
 def expected(blocks, deployed, runs_per_block, kept):

@@ -94,7 +94,15 @@ def test_the_schedule_runs_every_configuration_each_round_in_counterbalanced_ord
 
 def test_the_a_a_twin_is_the_first_configuration_again_second_in_line():
     twin = candidates.with_twin([{"name": "none", "speculative": {}}, {"name": "as-deployed"}])
-    assert twin == [{"name": "none", "speculative": {}}, {"name": "none-again", "speculative": {}}, {"name": "as-deployed"}]
+    assert twin == [{"name": "none", "speculative": {}}, {"name": "none-again", "speculative": {}, "twin": True},
+                    {"name": "as-deployed"}]
+
+
+def test_the_twin_s_server_differs_by_an_environment_variable_alone():
+    first, twin, _deployed = candidates.with_twin([{"name": "none", "speculative": {}}, {"name": "as-deployed"}])
+    mine, its = candidates.settings(first, RUNS_ON), candidates.settings(twin, RUNS_ON)
+    assert (mine.pop("env"), its.pop("env")) == ({}, {"LLMOPS_COMPARE_TWIN": "1"})
+    assert mine == its and candidates.describe(first, RUNS_ON) == dict(candidates.describe(twin, RUNS_ON), name="none")
 
 
 @pytest.mark.parametrize("run, words", [
@@ -136,10 +144,10 @@ def test_the_expected_time_counts_the_starts_the_schedule_needs_and_times_them_f
     # as-deployed (runs already), none (a start), none, as-deployed (a start), and it ends on the inventory's.
     assert (out["starts"], out["blocks"], out["run_s"], out["start_s"]) == (2, 4, 10.0, 50.0)
     assert out["seconds"] == 2 * 50.0 + 4 * 4 * 10.0 and out["from_run"] == "20261206T085915Z"
-    # Three rounds of three: none, its A/A twin back to back (no start of its own), as-deployed; then as-deployed,
-    # the twin, none; then none, the twin, as-deployed: four starts.
+    # Three rounds of three: none, its A/A twin (a start of its own in every round), as-deployed; then as-deployed
+    # (running already), the twin, none; then none (running already), the twin, as-deployed: seven starts.
     three = candidates.schedule(candidates.with_twin(configs), 3)
-    assert candidates.expected(three, RUNS_ON, 1, kept)["starts"] == 4
+    assert candidates.expected(three, RUNS_ON, 1, kept)["starts"] == 7
 
 
 def test_without_a_timed_run_there_is_no_estimate_and_it_says_why():
