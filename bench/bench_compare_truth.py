@@ -26,8 +26,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,19 +36,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / ".build" / "collections"))
 from ansible_collections.llmops.vllm.plugins.module_utils.report import intervals  # noqa: E402
+sys.path.insert(0, str(REPO / "tests" / "helpers"))   # the suite's engine starter; the built collection has no tests
+from vllm_serve import SERVED, VllmServe, free_port  # noqa: E402
 
-SERVED = "tiny-qwen3"
 CLI = REPO / "roles" / "vllm_install" / "files" / "vllm_cpu_cli.py"
-# The demo inventory's server (inventories/demo/group_vars/vllm_servers/main.yml), less what only a host needs.
-FLAGS = ["--max-model-len", "256", "--dtype", "float32", "--enforce-eager", "--max-num-seqs", "8",
-         "--max-num-batched-tokens", "512", "--kv-cache-memory-bytes", "268435456"]
-CONFIGS = {"no-speculation": None, "dflash-k4": 4}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# The demo inventory's server (inventories/demo/group_vars/vllm_servers/main.yml) beyond what VllmServe sets.
+EXTRA = ["--max-num-batched-tokens", "512", "--kv-cache-memory-bytes", "268435456"]
+K = 4
+CONFIGS = {"no-speculation": False, "dflash-k4": True}
 
 
 def render_drafter(models: Path, work: Path) -> Path:
@@ -72,47 +65,27 @@ def render_drafter(models: Path, work: Path) -> Path:
     return work / "drafter"
 
 
-class Server:
-    def __init__(self, python: Path, target: Path, drafter: Path | None, k: int | None, log: Path):
-        self.port = free_port()
-        self.cmd = [str(python), str(CLI), "serve", str(target), "--served-model-name", SERVED, "--host", "127.0.0.1",
-                    "--port", str(self.port)] + FLAGS
-        if k:
-            self.cmd += ["--speculative-config",
-                         json.dumps({"method": "dflash", "model": str(drafter), "num_speculative_tokens": k})]
-        self.env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
-                        VLLM_CPU_OMP_THREADS_BIND=str((os.cpu_count() or 1) - 1))
-        self.env.pop("VLLM_CPU_KVCACHE_SPACE", None)
-        self.log, self.proc = log, None
-
-    def __enter__(self):
-        with self.log.open("ab") as fh:
-            self.proc = subprocess.Popen(self.cmd, stdout=fh, stderr=subprocess.STDOUT, env=self.env,
-                                         start_new_session=True)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit("the server exited (%s): see %s" % (self.proc.returncode, self.log))
-            try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/health" % self.port, timeout=5) as resp:
-                    if resp.status == 200:
-                        return self
-            except OSError:
-                pass
-            time.sleep(1)
-        raise SystemExit("the server did not answer within 300 s: see %s" % self.log)
-
-    def __exit__(self, *exc):
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
+def start_server(python: Path, target: Path, drafter: Path | None, log: Path) -> VllmServe:
+    """The test suite's one way to start the engine (tests/helpers/vllm_serve), with the demo's flags, once it
+    answers /health."""
+    server = VllmServe(python, CLI, log, target, drafter, free_port(), EXTRA, speculative_tokens=K)
+    server.start()
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            raise SystemExit("the server exited (%s): see %s" % (server.proc.returncode, log))
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/health" % server.port, timeout=5) as resp:
+                if resp.status == 200:
+                    return server
+        except OSError:
+            pass
+        time.sleep(1)
+    server.stop()
+    raise SystemExit("the server did not answer within 300 s: see %s" % log)
 
 
-def block(python: Path, server: Server, target: Path, out: Path, prompts: int) -> dict:
+def block(python: Path, server: VllmServe, target: Path, out: Path, prompts: int) -> dict:
     """One warm-up request, then vllm bench serve on the random workload; its saved result."""
     body = json.dumps({"model": SERVED, "prompt": "warm up", "max_tokens": 8}).encode()
     urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%d/v1/completions" % server.port, body,
@@ -159,8 +132,11 @@ def main() -> int:
         started = time.monotonic()
         for rnd in range(args.rounds):
             for name in (names if rnd % 2 == 0 else names[::-1]):
-                with Server(python, target, drafter, CONFIGS[name], work / ("%s-%d.log" % (name, rnd))) as server:
+                server = start_server(python, target, drafter if CONFIGS[name] else None, work / ("%s-%d.log" % (name, rnd)))
+                try:
                     figures = block(python, server, target, work / ("%s-%d.json" % (name, rnd)), args.prompts)
+                finally:
+                    server.stop()
                 per[name].append(figures)
                 rows.append(dict(figures, name=name, round=rnd))
                 print("round %d %-15s decode %7.1f tok/s (median TPOT %.2f ms)  output %7.1f tok/s  acceptance %s  "
