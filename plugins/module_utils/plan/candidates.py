@@ -109,8 +109,11 @@ def overrides(entry, deployed):
 
 def settings(entry, deployed):
     """The inventory's settings with one configuration's over them: every key of ``deployed``, and ``env``, what the
-    configuration adds to the server's environment (the A/A twin's marker, with_twin)."""
-    return dict(deployed, env=dict(TWIN_ENV) if entry.get("twin") else {}, **overrides(entry, deployed))
+    configuration adds to the server's environment (the A/A twin's marker, with_twin; a block's own, schedule)."""
+    env = dict(TWIN_ENV) if entry.get("twin") else {}
+    if entry.get("fresh") is not None:
+        env[BLOCK_ENV] = str(entry["fresh"])
+    return dict(deployed, env=env, **overrides(entry, deployed))
 
 
 def describe(entry, deployed):
@@ -137,6 +140,12 @@ AA_SUFFIX = "-again"
 # unit it would be measured on the process the block before left running, and its interval would show the noise of
 # one process, not the noise between starts that every other comparison of the run includes.
 TWIN_ENV = {"LLMOPS_COMPARE_TWIN": "1"}
+# What sets a block apart from the block before it when both measure the same configuration (a round begins on the
+# one the round before ended on): its number, in one more variable vLLM does not read. So every block starts afresh,
+# the A/A twin's and its original's alike. A twin always started against an original that ran on in one round of
+# three read 0.71x [0.53, 0.96] in the demo, an A/A that excluded 1.00 (the original's two blocks run on read 599 and
+# 674 tok/s, its four started 413-624).
+BLOCK_ENV = "LLMOPS_COMPARE_BLOCK"
 RUN_OPTIONS = ("vllm_compare_rounds", "vllm_compare_aa", "vllm_compare_target", "vllm_compare_budget_s")
 
 
@@ -200,11 +209,14 @@ def schedule(configurations, rounds):
     by_name = dict((c["name"], c) for c in configurations)
     rounds = max(int(rounds), 1)
     names = [c["name"] for c in configurations]
-    # The last round in the given order, so the run ends on the as-deployed configuration (order()); and a round
-    # begins on the configuration the one before ended on, which needs no start of its own: a block is a fresh
-    # measurement after its warm-up, not always a fresh start.
+    # The last round in the given order, so the run ends on the as-deployed configuration (order()). A round begins on
+    # the configuration the one before ended on, which runs on. With two configurations each runs on at every other
+    # round's start (the first block on the deploy's server), alike; with more, those between never would, so that
+    # block is marked ``fresh`` (BLOCK_ENV) and starts afresh, as every other block of the run does.
     order = intervals.schedule(names if rounds % 2 else names[::-1], rounds)
-    return [{"configuration": by_name[name], "round": r, "first": i == 0 or order[i - 1][0] != r}
+    fresh = len(names) > 2
+    return [{"configuration": dict(by_name[name], fresh=i) if fresh and i and order[i - 1][1] == name else by_name[name],
+             "round": r, "first": i == 0 or order[i - 1][0] != r}
             for i, (r, name) in enumerate(order)]
 
 
@@ -213,7 +225,7 @@ def _serves(deployed, entry):
     described = describe(entry, deployed)
     model = settings(entry, deployed).get("speculative_model") if described["method"] else ""
     return (described["method"], described["k"], sorted(described["extra"].items()), sorted(described["args"].items()),
-            model or "", bool(entry.get("twin")))
+            model or "", bool(entry.get("twin")), entry.get("fresh"))
 
 
 def expected(blocks, deployed, runs_per_block, kept):
@@ -222,17 +234,24 @@ def expected(blocks, deployed, runs_per_block, kept):
 
     A block measures ``runs_per_block`` runs (categories x concurrencies x repeats); it starts a server first when
     its settings are not those of the block before it (the first: not the inventory's, which the canary runs), and
-    the run ends on the inventory's settings. The earlier run gives the time of one measured run (from its blocks
-    without a start) and of one start (what a block with a start took beyond its runs); the estimate is that of the
-    earlier run's host and workload, so it says which run it comes from."""
-    results = [(r["seconds"], max(len((r.get("bench") or {}).get("runs") or []), 1), bool(r.get("restarted")))
+    the run ends on the inventory's settings. The earlier run gives the time of one measured run and of one start
+    (what a block with a start took beyond its measurement): from each block's own measurement time where it kept one,
+    else from its blocks without a start; the estimate is that of the earlier run's host and workload, so it says
+    which run it comes from."""
+    results = [(r["seconds"], max(len((r.get("bench") or {}).get("runs") or []), 1), bool(r.get("restarted")),
+                r.get("measure_seconds") if isinstance(r.get("measure_seconds"), (int, float)) else None)
                for r in (kept or {}).get("results") or []
                if isinstance(r, dict) and r.get("status") == "ready" and isinstance(r.get("seconds"), (int, float))]
-    stay = [seconds / runs for seconds, runs, restarted in results if not restarted]
-    if not stay or all(not restarted for _s, _r, restarted in results):
-        return {"seconds": None, "why": "no earlier run on this key timed a block with and without a start"}
-    run_s = statistics.median(stay)
-    start_s = statistics.median([seconds - run_s * runs for seconds, runs, restarted in results if restarted])
+    timed = [(seconds, runs, measured) for seconds, runs, restarted, measured in results if restarted]
+    if results and all(measured is not None for _s, _r, _x, measured in results) and timed:
+        run_s = statistics.median([measured / runs for _s, runs, _x, measured in results])
+        start_s = statistics.median([seconds - measured for seconds, _r, measured in timed])
+    else:
+        stay = [seconds / runs for seconds, runs, restarted, _m in results if not restarted]
+        if not stay or not timed:
+            return {"seconds": None, "why": "no earlier run on this key timed a block with and without a start"}
+        run_s = statistics.median(stay)
+        start_s = statistics.median([seconds - run_s * runs for seconds, runs, _m in timed])
     inventory = _serves(deployed, {"name": ""})
     previous, starts = inventory, 0
     for block in blocks:

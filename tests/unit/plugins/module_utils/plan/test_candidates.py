@@ -85,10 +85,12 @@ def test_the_inventory_s_own_settings_run_last():
 def test_the_schedule_runs_every_configuration_each_round_in_counterbalanced_order():
     configs = [{"name": "none"}, {"name": "k2"}, {"name": "as-deployed"}]
     blocks = candidates.schedule(configs, 2)
-    # Ends on the as-deployed configuration; round 2 begins where round 1 ended (no start of its own).
-    assert [(b["round"], b["configuration"]["name"], b["first"]) for b in blocks] == [
-        (0, "as-deployed", True), (0, "k2", False), (0, "none", False),
-        (1, "none", True), (1, "k2", False), (1, "as-deployed", False)]
+    # Ends on the as-deployed configuration; round 2 begins on the configuration round 1 ended on, marked fresh (k2,
+    # between them, never runs on): its server carries the block's number, so it starts afresh as every block does.
+    assert [(b["round"], b["configuration"]["name"], b["first"], b["configuration"].get("fresh")) for b in blocks] == [
+        (0, "as-deployed", True, None), (0, "k2", False, None), (0, "none", False, None),
+        (1, "none", True, 3), (1, "k2", False, None), (1, "as-deployed", False, None)]
+    assert candidates.settings(blocks[3]["configuration"], RUNS_ON)["env"] == {"LLMOPS_COMPARE_BLOCK": "3"}
     assert [b["configuration"]["name"] for b in candidates.schedule(configs, 0)] == ["none", "k2", "as-deployed"]
 
 
@@ -141,13 +143,26 @@ def test_the_expected_time_counts_the_starts_the_schedule_needs_and_times_them_f
     kept = kept_run([("as-deployed", False, 20.0, 2), ("none", True, 70.0, 2), ("none", False, 20.0, 2),
                      ("as-deployed", True, 70.0, 2)])
     out = candidates.expected(blocks, RUNS_ON, 4, kept)
-    # as-deployed (runs already), none (a start), none, as-deployed (a start), and it ends on the inventory's.
+    # as-deployed (runs already), none (a start), none (runs on: with two configurations each does so once in two
+    # rounds), as-deployed (a start), and it ends on the inventory's.
     assert (out["starts"], out["blocks"], out["run_s"], out["start_s"]) == (2, 4, 10.0, 50.0)
     assert out["seconds"] == 2 * 50.0 + 4 * 4 * 10.0 and out["from_run"] == "20261206T085915Z"
-    # Three rounds of three: none, its A/A twin (a start of its own in every round), as-deployed; then as-deployed
-    # (running already), the twin, none; then none (running already), the twin, as-deployed: seven starts.
+    # Three rounds of three (none, its A/A twin, as-deployed; then in reverse; then again in order): a start in every
+    # block, and the last one ends on the inventory's.
     three = candidates.schedule(candidates.with_twin(configs), 3)
-    assert candidates.expected(three, RUNS_ON, 1, kept)["starts"] == 7
+    assert candidates.expected(three, RUNS_ON, 1, kept)["starts"] == 9
+
+
+def test_the_expected_time_reads_each_block_s_measurement_time_where_it_was_kept():
+    blocks = candidates.schedule(candidates.with_twin([{"name": "none", "speculative": {}}, {"name": "as-deployed"}]), 3)
+    # Every block of the last run had a start: 2 runs measured in 20 s, the block 70 s (a start of 50 s).
+    kept = kept_run([("none", True, 70.0, 2)] * 3)
+    for result in kept["results"]:
+        result["measure_seconds"] = 20.0
+    out = candidates.expected(blocks, RUNS_ON, 2, kept)
+    assert (out["starts"], out["run_s"], out["start_s"], out["seconds"]) == (9, 10.0, 50.0, 9 * 50.0 + 9 * 2 * 10.0)
+    # Without the measurement's time, blocks that all started cannot tell the start from the measurement.
+    assert candidates.expected(blocks, RUNS_ON, 2, kept_run([("none", True, 70.0, 2)]))["seconds"] is None
 
 
 def test_without_a_timed_run_there_is_no_estimate_and_it_says_why():
