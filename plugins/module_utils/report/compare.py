@@ -318,7 +318,8 @@ def record(summary, fields, results, settings, run_id):
     """What the controller keeps of a run, under its key: the latest one is what the gate reads."""
     return {"run": run_id, "key": key(fields), "workload": workload(settings),
             "results": [{k: r.get(k) for k in ("name", "method", "k", "extra", "baseline", "args", "status", "reason",
-                                               "restarted", "seconds", "bench", "round")} for r in results],
+                                               "restarted", "seconds", "measure_seconds", "bench", "round")}
+                        for r in results],
             "scores": summary["scores"], "recommendation": summary["recommendation"],
             # The rest of the answer, as data: what compare.md shows beside the table.
             "speedups": summary["speedups"], "stops_paying": summary["stops_paying"],

@@ -138,11 +138,12 @@ def test_the_markdown_holds_every_configuration_category_and_concurrency():
 
 
 def test_each_configuration_s_wall_time_is_shown_and_kept():
-    results = [dict(r, seconds=s) for r, s in zip(agreeing(), (61.5, 70.25, 58.0))]
+    results = [dict(r, seconds=s, measure_seconds=20.0) for r, s in zip(agreeing(), (61.5, 70.25, 58.0))]
     summary = compare.compare(results)
     assert "- k2: 70.2 s" in compare.markdown(summary, KEY, "run1")
     kept = compare.record(summary, KEY, results, SETTINGS, "run1")
-    assert [r["seconds"] for r in kept["results"]] == [61.5, 70.25, 58.0]
+    # Each block's time and its measurement's, which the next run's estimate reads (plan/candidates.expected).
+    assert [(r["seconds"], r["measure_seconds"]) for r in kept["results"]] == [(61.5, 20.0), (70.25, 20.0), (58.0, 20.0)]
     # Results without their times (an older caller): no section.
     assert "Wall time" not in compare.markdown(compare.compare(agreeing()), KEY, "run1")
 
