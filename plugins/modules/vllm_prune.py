@@ -118,7 +118,7 @@ def main():
     p = module.params
     venvs_dir = p["venvs_dir"].rstrip("/")
     if p["keep"] < 0:
-        module.fail_json(msg="vllm_prune_keep must be 0 or more, got %d" % p["keep"])
+        module.fail_json(msg="vllm_install_prune_keep must be 0 or more, got %d" % p["keep"])
     try:
         names = sorted(os.listdir(venvs_dir))
     except FileNotFoundError:

@@ -81,6 +81,7 @@ KIND = {
     "vllm_install_bootstrap_packages": "words", "vllm_install_cpu_remove_packages": "words",
     "vllm_install_flash_attn": "word", "vllm_install_flash_attn_wheel": "wheel?", "vllm_install_flash_attn_version": "word",
     "vllm_install_flash_attn_build_jobs": "positive", "vllm_install_controller_cache_dir": "controller_path",
+    "vllm_install_prune_keep": "count", "vllm_install_starts": "mapping",
     # vllm_server: what the playbooks hand over
     "vllm_server_pending_reasons": "lines", "vllm_server_model_sources": "mapping", "vllm_server_arriving_paths": "paths",
     "vllm_server_staged_trees": "mapping", "vllm_server_front_doors": "records",
@@ -120,7 +121,7 @@ KIND = {
     "vllm_server_watchdog_deadline": "positive", "vllm_server_watchdog_failures": "positive",
     "vllm_server_watchdog_backoff": "count", "vllm_server_log_rotate_size": "size",
     "vllm_server_log_rotate_keep": "positive", "vllm_server_log_rotate_max_age": "positive",
-    "vllm_server_prune_keep": "count", "vllm_server_remove_files": "flag",
+    "vllm_server_remove_files": "flag",
 }
 
 

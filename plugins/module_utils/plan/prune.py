@@ -27,7 +27,7 @@ def plan(found, protected, keep):
 
     Returns {'remove': [path], 'kept': [{path, why}], 'bytes': bytes the removals free}."""
     if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
-        raise ValueError("vllm_prune_keep must be a whole number of 0 or more, got %r" % (keep,))
+        raise ValueError("vllm_install_prune_keep must be a whole number of 0 or more, got %r" % (keep,))
     kept, remove = [], []
     others = sorted((v for v in found if v["path"] not in protected), key=lambda v: v["mtime"], reverse=True)
     recent = [v["path"] for v in others if v["complete"]][:keep]

@@ -29,14 +29,14 @@ OPERATIONS = ("vllm_status_path", "vllm_rollback_report_path", "vllm_rollback_ho
 # Role options the collection's playbooks set, wiring one role's result into another's input: an inventory does not
 # set them (docs/variables.md lists them apart from the settings).
 WIRING = ("vllm_server_pending_reasons", "vllm_server_model_sources", "vllm_server_arriving_paths",
-          "vllm_server_staged_trees", "vllm_server_front_doors", "vllm_server_door_state")
+          "vllm_server_staged_trees", "vllm_server_front_doors", "vllm_server_door_state", "vllm_install_starts")
 # Facts a role or the playbook sets for a later play, a later role or another host.
 PUBLISHED = ("vllm_deploy_failed", "vllm_deploy_not_rolled", "vllm_deploy_reached", "vllm_drafter_arriving_paths",
              "vllm_drafter_model_sources", "vllm_remove_plan", "vllm_rollback_plan",
              "vllm_drafter_result", "vllm_frontend_door", "vllm_install_result", "vllm_server_backend",
              "vllm_server_result", "vllm_drafter_staged_tree", "vllm_server_roll_restarts", "vllm_server_compare_key",
              "vllm_server_bench_workload", "vllm_server_bench_result", "vllm_server_status",
-             "vllm_server_pruned", "vllm_server_plan", "vllm_drafter_plan")
+             "vllm_install_pruned", "vllm_server_starts", "vllm_server_plan", "vllm_drafter_plan")
 
 
 def known_names(argument_specs):

@@ -110,7 +110,7 @@ def test_prune_keeps_what_a_start_needs_and_the_newest_complete_ones():
 
 def test_prune_with_keep_zero_and_a_bad_keep():
     assert prune.plan([_venv("/v/x", 1)], {}, 0)["remove"] == ["/v/x"]
-    with pytest.raises(ValueError, match="vllm_prune_keep"):
+    with pytest.raises(ValueError, match="vllm_install_prune_keep"):
         prune.plan([], {}, -1)
 
 
