@@ -243,7 +243,7 @@ def expected(blocks, deployed, runs_per_block, kept):
                for r in (kept or {}).get("results") or []
                if isinstance(r, dict) and r.get("status") == "ready" and isinstance(r.get("seconds"), (int, float))]
     timed = [(seconds, runs, measured) for seconds, runs, restarted, measured in results if restarted]
-    if results and all(measured is not None for _s, _r, _x, measured in results) and timed:
+    if timed and all(measured is not None for _s, _r, _x, measured in results):
         run_s = statistics.median([measured / runs for _s, runs, _x, measured in results])
         start_s = statistics.median([seconds - measured for seconds, _r, measured in timed])
     else:
