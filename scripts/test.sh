@@ -9,5 +9,6 @@ started=$SECONDS
 prepare_controller
 # tests/conftest.py prints each stage's time at the end, this set-up's among them.
 export LLMOPS_PREPARE_SECONDS=$((SECONDS - started))
-exec python -m pytest -p no:cacheprovider "$@" \
+# --durations: the slowest tests, where a stage that grows shows first (docs/development.md, "Time").
+exec python -m pytest -p no:cacheprovider --durations=15 "$@" \
   tests/unit tests/lint tests/integration tests/molecule
