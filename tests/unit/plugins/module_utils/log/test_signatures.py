@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import FAILURE_REASONS
 from ansible_collections.llmops.vllm.tests.helpers.log_replay import replay
@@ -58,5 +59,26 @@ def test_no_start_that_must_not_fail_is_reported_as_failed(results):
 
 
 def test_the_docs_show_this_corpus_score(results, cases):
-    assert DOC.read_text(encoding="utf-8") == corpus.markdown(results, cases), \
+    assert DOC.read_text(encoding="utf-8") == corpus.document(results, cases, corpus.fresh_results(_replay)), \
         "run tests/fixtures/corpus/score.py --write"
+
+
+def test_a_fresh_batch_is_scored_apart_as_posted_with_its_recorded_scores(tmp_path):
+    (tmp_path / corpus.FRESH).mkdir()
+    batch = [{"id": "f-ok", "source": "s", "release": "0.20.2", "engine": "gpu", "runner": "vllm serve",
+              "exited": False, "reason": "ready", "log": "INFO:     Application startup complete.\n"},
+             {"id": "f-oom", "source": "s", "release": "0.20.2", "engine": "gpu", "runner": "vllm serve",
+              "exited": True, "reason": "out_of_memory", "root_cause": "CUDA out of memory",
+              "log": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"}]
+    (tmp_path / corpus.FRESH / "batch-2026-01-01.yml").write_text(yaml.safe_dump(batch))
+    (tmp_path / corpus.FRESH / "scores.yml").write_text(yaml.safe_dump([
+        {"batch": "batch-2026-01-01", "label": "before", "commit": "abc1234", "reasons_right": 1, "reasons": 2,
+         "roots_right": 0, "roots": 1, "clean_failed": 0, "clean": 1}]))
+    fresh = corpus.fresh_results(_replay, tmp_path)
+    assert list(fresh) == ["batch-2026-01-01"] and [r.mangling for r in fresh["batch-2026-01-01"]] == ["as posted"] * 2
+    now = corpus.fresh_summary(fresh["batch-2026-01-01"])
+    assert now == {"reasons_right": 2, "reasons": 2, "roots_right": 1, "roots": 1, "clean_failed": 0, "clean": 1}
+    rows = corpus.fresh_markdown(corpus.fresh_scores(tmp_path), {"batch-2026-01-01": now})[-2:]
+    assert rows == ["| batch-2026-01-01 | before | abc1234 | 1 of 2 (50.0%) | 0 of 1 (0.0%) | 0 of 1 |",
+                    "| batch-2026-01-01 | now | this checkout | 2 of 2 (100.0%) | 1 of 1 (100.0%) | 0 of 1 |"]
+    assert corpus.fresh_markdown([], {})[-1] == "No fresh batch yet."
