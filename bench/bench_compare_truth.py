@@ -85,6 +85,13 @@ def start_server(python: Path, target: Path, drafter: Path | None, log: Path) ->
     raise SystemExit("the server did not answer within 300 s: see %s" % log)
 
 
+# One request in flight decodes at most a few times faster than its output rate with the first token included (64
+# output tokens, a first token of tens of ms); a median time per output token near 0 is a client that read a burst of
+# tokens at once (once 0.00 ms, "244,924 tok/s", against 595 output tok/s). Such a block is measured again.
+BURST_RATIO = 5.0
+BURST_TRIES = 3
+
+
 def block(python: Path, server: VllmServe, target: Path, out: Path, prompts: int) -> dict:
     """One warm-up request, then vllm bench serve on the random workload; its saved result."""
     body = json.dumps({"model": SERVED, "prompt": "warm up", "max_tokens": 8}).encode()
@@ -134,7 +141,14 @@ def main() -> int:
             for name in (names if rnd % 2 == 0 else names[::-1]):
                 server = start_server(python, target, drafter if CONFIGS[name] else None, work / ("%s-%d.log" % (name, rnd)))
                 try:
-                    figures = block(python, server, target, work / ("%s-%d.json" % (name, rnd)), args.prompts)
+                    for attempt in range(BURST_TRIES):
+                        figures = block(python, server, target, work / ("%s-%d-%d.json" % (name, rnd, attempt)),
+                                        args.prompts)
+                        if figures["decode_tok_s"] <= BURST_RATIO * figures["output_tok_s"]:
+                            break
+                        print("round %d %-15s a client short of CPU read a burst (decode %.1f tok/s against output "
+                              "%.1f): measured again" % (rnd, name, figures["decode_tok_s"], figures["output_tok_s"]),
+                              flush=True)
                 finally:
                     server.stop()
                 per[name].append(figures)
