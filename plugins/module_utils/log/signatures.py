@@ -37,8 +37,10 @@ FAILURE_REASONS = REASONS[1:]
 # of a chained traceback is printed first).
 # A crash report ("Killed", "Segmentation fault") says how a process died; the other processes' reports of
 # its death ("died unexpectedly") only that it did.
-ROOT, TYPED, FAMILY, FAMILY_CLASS, GENERIC, CRASH, ENGINE_GONE, ENGINE_DEAD, CARRIER, WRAPPER = (
-    100, 80, 75, 70, 60, 55, 50, 40, 20, 10)
+# LAYER: the second reading (module_utils/log/layers), when nothing narrower knew the line; LAYER_PLACED when a package
+# outside vLLM raised it, which says more than a family guessed from the class alone.
+ROOT, TYPED, FAMILY, LAYER_PLACED, FAMILY_CLASS, LAYER, GENERIC, CRASH, ENGINE_GONE, ENGINE_DEAD, CARRIER, WRAPPER = (
+    100, 80, 75, 72, 70, 65, 60, 55, 50, 40, 20, 10)
 
 NOISE = re.compile("|".join((
     r"Found ulimit of",                          # fd limit warning quoting an OSError
@@ -156,6 +158,12 @@ SIGNATURES = (
                   m.group("what") or ("-l" + m.group("lib") if m.group("lib") else "undefined " + (m.group("sym") or ""))),
               "a JIT-compiled kernel (triton, torch.compile, flashinfer) needs a C compiler, the Python headers "
               "(python3-dev) and libcuda.so from the NVIDIA driver on the host", TYPED, certain=False),
+    # The shell that runs a build step (ninja, cpp_extension, FlashInfer's JIT) could not find the compiler itself.
+    Signature("tool_not_found", "missing_dependency", "not found",
+              r"^(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: (?:\d+: )?(?:line \d+: )?(?P<tool>\S+): (?:command )?not found",
+              "building a kernel failed: {tool} not found",
+              "a kernel is built at start-up and '{tool}' is missing: install the CUDA toolkit of torch's CUDA (nvcc) "
+              "and set CUDA_HOME, or use prebuilt kernels (FlashInfer's cubin/jit-cache wheels)", ROOT, certain=False),
     Signature("shared_library", "missing_dependency", "cannot open shared object file",
               r"(?P<lib>lib[\w.+-]*\.so[\w.]*): cannot open shared object file", "{lib}",
               "install the system package that provides {lib}", TYPED, certain=False),
@@ -378,11 +386,15 @@ SIGNATURES = (
               r"^RuntimeError: cancelled$",
               "a vLLM process lost its peer (another engine process died first)", _KILLED_HINT, ENGINE_DEAD,
               certain=False),
+    # "!!!!!!! Segfault encountered !!!!!!!": the banner of the native stack printer that libraries under vLLM
+    # (NCCL's and torch_xla's hosts, Transformer Engine) install as their SIGSEGV handler.
     Signature("crash", "engine_died",
-              ("Segmentation fault", "Bus error", "Aborted", "Killed", "Fatal Python error", "Memory access fault"),
+              ("Segmentation fault", "Bus error", "Aborted", "Killed", "Fatal Python error", "Memory access fault",
+               "Segfault encountered"),
               r"^(?:Segmentation fault|Bus error|Aborted|Killed)\b|Fatal Python error: (?P<what>[\w ]+)|"
-              r"^(?P<gpu>Memory access fault by GPU)",
-              lambda m: "a vLLM process crashed (%s)" % (m.group("what") or m.group("gpu") or m.group(0).split()[0]),
+              r"^(?P<gpu>Memory access fault by GPU)|^!+ (?P<banner>Segfault) encountered",
+              lambda m: "a vLLM process crashed (%s)" % (m.group("what") or m.group("gpu") or m.group("banner")
+                                                         or m.group(0).split()[0]),
               _KILLED_HINT, CRASH, certain=False),
     Signature("fatal_signal", "engine_died", "fatal signal from worker processes",
               r"[Gg]ot fatal signal from worker processes", "a worker process died (fatal signal)", _KILLED_HINT,
@@ -397,6 +409,22 @@ SIGNATURES = (
               ENGINE_DEAD, certain=False),
     Signature("engine_dead", "engine_died", "EngineDeadError", r"EngineDeadError", "EngineDeadError: the engine died",
               "the engine died after start: see the root cause above it in the log", ENGINE_DEAD),
+    # A settings class given a key it does not have: a dataclass's TypeError, or pydantic's message (vLLM 0.34.0 refuses
+    # the speculative-config keys it removed this way); a wrapper built for another vLLM passes such keys too.
+    Signature("unexpected_keyword", "config_error", ("unexpected keyword argument", "Unexpected keyword argument"),
+              r"(?P<cls>\w+)\.__init__\(\) got an unexpected keyword argument '(?P<key>\w+)'|"
+              r"^\s*Unexpected keyword argument(?: \[type=unexpected_keyword_argument)?",
+              lambda m: "%s has no setting '%s'" % (m.group("cls"), m.group("key")) if m.group("cls")
+              else "a settings class was given a key it does not have",
+              "a key this vLLM release does not know (removed or renamed, or a wrapper built for another release): "
+              "remove it or pin the release it belongs to", TYPED),
+    # Ray 2.52.0's GCS (gcs_server's own text): a node of the cluster stopped answering; the engine cannot go on.
+    Signature("ray_node_dead", "distributed_error", "has been marked dead because the detector has missed",
+              r"node (?:with node id: )?(?P<node>\w+)(?: and address: (?P<ip>[\w.:]+))?.* has been marked dead because "
+              r"the detector has missed too many heartbeats",
+              "the Ray node {ip} was marked dead (missed heartbeats)",
+              "a node of the Ray cluster stopped answering the GCS: check that node's raylet log, its memory (the OOM "
+              "killer) and the network between the nodes"),
     # -- wrappers: they point at a root cause printed earlier
     Signature("worker_failed", "engine_died", "Worker failed with error",
               r"Worker failed with error '(?P<err>.*?)'(?:, please check|$)", "{err}",
@@ -441,6 +469,9 @@ _RAISED_HINTS = {
     "out_of_memory": "vLLM found too little memory for what it was asked to hold: " + _OOM_HINT,
     "distributed_error": "the engine's processes could not reach each other: check NCCL and gloo (NCCL_DEBUG=INFO), the "
                          "interface (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, VLLM_HOST_IP) and the shared memory",
+    "missing_dependency": ("a kernel is built at start-up (torch's extension builder, FlashInfer's JIT, Triton) and its "
+                           "toolchain is missing: install the CUDA toolkit of torch's CUDA (nvcc, CUDA_HOME), gcc, g++ "
+                           "and ninja, or use prebuilt kernels (FlashInfer's cubin/jit-cache wheels)"),
 }
 RAISED_AT = dict((reason, Signature("raised_at_" + reason, reason, "", r".+", None, hint, TYPED, certain=False))
                  for reason, hint in _RAISED_HINTS.items())
@@ -523,7 +554,7 @@ FAMILIES = (
     Family("port_in_use", ("EADDRINUSE",), r"[Aa]ddress already in use|EADDRINUSE|port \d+ is (?:already )?in use|"
            r"error while attempting to bind on address", _PORT_HINT),
     Family("missing_dependency",
-           ("ImportError", "ModuleNotFoundError", "PackageNotFoundError", "DistributionNotFound", "CompilationError"),
+           ("ImportError", "ModuleNotFoundError", "PackageNotFoundError", "DistributionNotFound"),
            r"No module named|undefined symbol|cannot open shared object|cannot find -l\S+|DLL load failed|"
            r"GLIBC\w*_[\d.]+'? not found|(?:Python|cuda\w*|\w+)\.h: No such file|fatal error: \S+\.h|"
            r"command '[^']*(?:gcc|g\+\+|nvcc|cc|c\+\+|ninja)' failed|ld returned \d+ exit status|"
@@ -532,7 +563,7 @@ FAMILIES = (
            r"could not be imported|cannot import name|partially initialized module|incompatible with this version of",
            _DEPENDENCY_HINT),
     Family("gpu_unavailable", ("NVMLError", "NVMLError_DriverNotLoaded", "NVMLError_LibraryNotFound", "CudaError"),
-           r"No CUDA GPUs|no CUDA-capable device|CUDA driver|NVIDIA driver|[Dd]river version is insufficient|"
+           r"No CUDA GPUs|no CUDA-capable device|CUDA driver|NVIDIA driver|GPU driver library|[Dd]river version is insufficient|"
            r"cudaGetDeviceCount|Found no NVIDIA|nvmlInit|NVML|cuInit|CUDA initialization|CUDA unknown error|"
            r"CUDA error: (?:unknown error|initialization error|invalid device ordinal|no kernel image|"
            r"CUDA-capable device|system not yet initialized|forward compatibility|operation not supported|"

@@ -25,18 +25,23 @@ from ansible_collections.llmops.vllm.plugins.module_utils.log.grammar import (
     FRAME_AT,
     QUIET,
     QUIET_LEVELS,
+    QUOTE,
+    QUOTED,
     LogLine,
     exception_text,
     is_continuation,
+    nested,
     parse_line,
     records,
 )
-from ansible_collections.llmops.vllm.plugins.module_utils.log import places
+from ansible_collections.llmops.vllm.plugins.module_utils.log import layers, places
 from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import (
     BARE_FAILURE,
     DEFAULT_HINTS,
     FAMILY_HINTS,
     GENERIC,
+    LAYER,
+    LAYER_PLACED,
     MILESTONES,
     NEW_PROCESS,
     NOISE,
@@ -44,6 +49,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.log.signatures import 
     RAISED_AT,
     SHUTDOWN_MARK,
     SIGNATURES,
+    Signature,
     VALIDATION,
     VALIDATION_HINTS,
     VALIDATION_MSG,
@@ -127,6 +133,7 @@ class LogWatch(object):
         self.pids = set()
         self._validation = None
         self._validation_lines = 0
+        self._quoted = None         # the log is quoted ("> " in front of its lines), once its first line shows it
         self._collected = None      # the Collector that prefixed the lines, once the first one shows it
         self._open = None           # the last failing record, which a hard-wrapped line may continue
         self._joined = 0
@@ -134,6 +141,7 @@ class LogWatch(object):
         self._chains = {}           # (proc, pid) -> [chain number, a chain marker was the last word, link number]
         self._frames = {}           # (proc, pid) -> (file, function) of the traceback's innermost frame so far
         self._chain_count = 0
+        self._nested_evidence = None
 
     @property
     def log_ready(self):
@@ -149,6 +157,10 @@ class LogWatch(object):
         self._block += 1
         if self.tail.maxlen:
             self.tail.extend(block.rsplit("\n", self.tail.maxlen)[-self.tail.maxlen:])
+        if self._quoted is None:
+            self._quoted = QUOTED.match(block) is not None
+        if self._quoted:
+            block = QUOTE.sub("", block)
         if self._collected is None:
             self._collected = Collector.for_line((block[:block.find("\n")] if "\n" in block else block).lstrip("\x00"))
         if self._collected is not None:
@@ -333,6 +345,26 @@ class LogWatch(object):
         text = exception_text(msg)
         if text is None:
             return None         # a line of source code quoted by a traceback
+        # A list of what might have caused a death (Ray's "Some common causes include: (1) ... the OOM killer") is
+        # no evidence of any of them.
+        cut = _POSSIBLE_CAUSES.search(text)
+        if cut is not None:
+            text = text[:cut.start()]
+        # An error quoting another is read innermost first: the wrapper's words never win over what it wraps.
+        inner = nested(text)
+        if inner is not None and self._classify_nested(line, inner, pos, now, context):
+            self._classify_text(line, text, pos, now, context)
+            return self._nested_evidence
+        return self._classify_text(line, text, pos, now, context)
+
+    def _classify_nested(self, line, inner, pos, now, context):
+        """Read the innermost error a line quotes; True when that proves a reason (kept in _nested_evidence)."""
+        before = set(self.evidence)
+        ev = self._classify_text(line, inner, pos, now, context)
+        self._nested_evidence = ev
+        return ev is not None and ev.reason is not None and ev.signature.name not in before
+
+    def _classify_text(self, line, text, pos, now, context):
         for sig in SIGNATURES:
             if sig.needles is None:
                 if sig.needle not in text:
@@ -370,12 +402,22 @@ class LogWatch(object):
         family, sig = family_of(exc, words)
         ev = None
         # Where vLLM raised it (the traceback's innermost frame) may prove more than its class and words.
-        where = self._frames.pop((line.proc, line.pid), None) if m else None
+        where = None
+        if m:
+            # A supervisor may prefix the exception line but not the frames above it (or the other way round).
+            where = self._frames.pop((line.proc, line.pid), None) or self._frames.pop((None, None), None)
         reason = places.raised_reason(where, exc, words) if where else None
         if reason is not None:
             ev = self._record(RAISED_AT[reason], RAISED_AT[reason].regex.match(text), line, pos, now)
         if family is not None:
             ev = self._record(sig, sig.regex.match(text), line, pos, now) or ev
+        if m and reason is None and (family is None or sig is family.by_class):
+            # Nothing narrower knew the line: its class, the package that raised it and that layer still tell. A
+            # package outside vLLM that raised it says more than a class guessed from vLLM's own habits (an
+            # AssertionError in torch's compiler is no settings check).
+            reading = layers.read(exc, words, where, text)
+            if reading is not None and (family is None or reading.placed):
+                ev = self._record(_layer_signature(reading), m, line, pos, now) or ev
         if m:
             generic = self._record(GENERIC, m, line, pos, now)
             ev = ev or generic
@@ -430,6 +472,36 @@ def _family_reason(exc, text):
     """The reason a family gives the text, when it is not a plain configuration error."""
     family, _sig = family_of(exc, text or "")
     return family.reason if family is not None and family.reason != "config_error" else None
+
+
+_POSSIBLE_CAUSES = re.compile(r"(?:Some common causes include|There are some potential root causes|"
+                              r"[Pp]ossible causes(?: include)?|This can happen when)\b")
+
+_LAYER_SIGNATURES = {}
+
+
+def _layer_signature(reading):
+    """The signature a second reading leaves: one per layer, reason and way of knowing, made once."""
+    key = (reading.layer, reading.reason, reading.how, reading.placed)
+    sig = _LAYER_SIGNATURES.get(key)
+    if sig is None:
+        hint = reading.hint or FAMILY_HINTS.get(reading.reason) or DEFAULT_HINTS.get(reading.reason, "")
+        name = "layer_%s_%s_%s" % (reading.layer, reading.how or "unknown", reading.placed)
+        sig = Signature(name, reading.reason, "", r".+", _LayerDetail(reading), hint,
+                        LAYER_PLACED if reading.placed else LAYER, certain=False)
+        _LAYER_SIGNATURES[key] = sig
+    return sig
+
+
+class _LayerDetail(object):
+    """A second reading's detail: the line with the layer and how it was known, or that it was not recognised."""
+
+    def __init__(self, reading):
+        self.reading = reading
+
+    def __call__(self, match):
+        line, r = match.group(0).strip(), self.reading
+        return "%s (%s, %s)" % (line, r.layer, r.how) if r.known else "not recognised, raised in %s: %s" % (r.layer, line)
 
 
 def _hidden_records(text, quiet):

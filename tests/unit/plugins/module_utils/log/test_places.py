@@ -86,9 +86,9 @@ def test_every_text_raised_in_a_where_place_gives_its_reason(frame):
     assert not wrong, wrong
 
 
-def test_the_libraries_are_those_the_serving_venv_has():
+def test_the_libraries_are_those_the_serving_venv_has_and_the_kernel_builders():
     assert sorted({entry["releases"][0] for entry in LIBRARY_ENTRIES}) == [
-        "huggingface_hub 2.4.0", "torch 2.13.0+cpu", "transformers 5.19.0"]
+        "flashinfer_python 0.7.4", "huggingface_hub 2.4.0", "torch 2.13.0+cpu", "transformers 5.19.0", "triton 3.5.1"]
     assert len(LIBRARY_ENTRIES) > 400
 
 

@@ -63,6 +63,23 @@ def test_the_docs_show_this_corpus_score(results, cases):
         "run tests/fixtures/corpus/score.py --write"
 
 
+def test_the_readme_shows_the_newest_fresh_batch_first_score():
+    readme = (DOC.parents[1] / "README.md").read_text(encoding="utf-8")
+    figure = corpus.readme_figure()
+    assert figure and " ".join(figure.split()) in " ".join(readme.split()), "README.md should say: " + figure
+
+
+def test_the_readme_figure_is_a_batch_first_score_never_a_later_one():
+    rows = [dict(batch="batch-2026-01-01", label="before", commit="a", reasons_right=9, reasons=10, roots_right=8,
+                 roots=9, clean_failed=0, clean=1),
+            dict(batch="batch-2026-02-01", label="before", commit="b", reasons_right=7, reasons=10, roots_right=6,
+                 roots=9, clean_failed=1, clean=2),
+            dict(batch="batch-2026-02-01", label="after", commit="c", reasons_right=10, reasons=10, roots_right=9,
+                 roots=9, clean_failed=0, clean=2)]
+    figure = corpus.readme_figure(rows)
+    assert "batch-2026-02-01" in figure and "7 of 10 (70.0%)" in figure and "1 of 2 good starts" in figure
+
+
 def test_a_fresh_batch_is_scored_apart_as_posted_with_its_recorded_scores(tmp_path):
     (tmp_path / corpus.FRESH).mkdir()
     batch = [{"id": "f-ok", "source": "s", "release": "0.20.2", "engine": "gpu", "runner": "vllm serve",

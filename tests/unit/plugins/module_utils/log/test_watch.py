@@ -178,19 +178,18 @@ def test_wrappers_alone_mean_engine_died():
     assert found.signature.name == "engine_init_failed"
 
 
-def test_unknown_exception_is_the_root_line_but_names_no_reason():
+def test_an_exception_no_rule_knows_is_the_root_line_and_says_it_was_not_recognised():
     watch = classify_lines([
         WORKER + "KeyError: 'rope_scaling'",
         API + "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
     ])
     found = watch.finding()
-    assert found.reason is None
     assert "KeyError" in found.line.raw
-    assert watch.engine_death_seen()
-    reason, _detail, hint, ev = watch.explain("process_exited")
+    reason, detail, hint, ev = watch.explain("process_exited")
     assert (reason, ev) == ("engine_died", found)
+    assert detail == "not recognised, raised in Python: KeyError: 'rope_scaling'"
     # The root cause is a Python exception: the hint must not say the process died without one.
-    assert "KeyError" in hint and "OOM killer" not in hint
+    assert "root_cause_line" in hint and "OOM killer" not in hint
 
 
 def test_a_value_error_no_signature_knows_is_a_configuration_error_by_its_class():
