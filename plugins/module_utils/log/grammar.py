@@ -42,6 +42,11 @@ _VLLM = re.compile(
     r"(?P<level>" + _LEVEL + r") (?:\d{4}-)?(?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? "
     r"(?:\[(?P<src>[^\]]*)\]|(?P<src0>[\w.-]+:\d+)\]) ?(?P<msg>.*)")
 _UVICORN = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+(?P<msg>.*)")
+# torch's own logging (torch 2.13 torch/_logging/_internal.py, TorchLogsFormatter): "[rank0]:" when a process group is
+# up, then glog's level letter, "MMDD HH:MM:SS.micros PID path:line]", a compile trace id "[0/0]", the message.
+_TORCH = re.compile(r"(?:\[rank\d+\]:)?(?P<level>[VIWEC])(?P<ts>\d{4} \d\d:\d\d:\d\d)\.\d+ +\d+ (?P<src>\S+?:\d+)\]"
+                    r"(?: \[[^\]]*\])* ?(?P<msg>.*)")
+_TORCH_LEVELS = {"V": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "C": "CRITICAL"}
 # A vLLM record anywhere in a line: after a supervisor's prefix, or joined to the record before it. A
 # process tag alone opens a record too (traceback lines carry no level).
 _RECORD_ANYWHERE = re.compile(
@@ -122,6 +127,10 @@ def parse_line(raw):
     m = _UVICORN.match(rest)
     if m:
         return LogLine(raw, proc, pid, m.group("level"), None, "uvicorn", m.group("msg"), ip)
+    m = _TORCH.match(rest)
+    if m:
+        return LogLine(raw, proc, pid, _TORCH_LEVELS[m.group("level")], m.group("ts"), m.group("src"), m.group("msg"),
+                       ip)
     return LogLine(raw, proc, pid, None, None, None, rest, ip)
 
 

@@ -102,6 +102,23 @@ STATUS = (
     ("UNAUTHENTICATED", "gpu_unavailable"),
 )
 _STATUS = dict(STATUS)
+
+# The interpreter's own words for a failed operation (CPython 3.12's Objects/abstract.c, Python/ceval.c,
+# Objects/object.c, Objects/moduleobject.c, Objects/typeobject.c): no settings check wrote them. A call or an operand
+# that does not fit is a bug in the code that ran, or two packages of versions that do not fit each other; a module
+# without the attribute the caller names is a package of another release than the caller was written for.
+INTERPRETER = (
+    ("TypeError", r"unsupported operand type\(s\) for", "engine_died"),
+    ("TypeError", r"missing \d+ required (?:positional|keyword-only) arguments?", "engine_died"),
+    ("TypeError", r"takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given", "engine_died"),
+    ("TypeError", r"object is not (?:callable|subscriptable|iterable)|object cannot be interpreted as", "engine_died"),
+    ("TypeError", r"got multiple values for argument", "engine_died"),
+    ("TypeError", r"can't multiply sequence|can only concatenate", "engine_died"),
+    ("AttributeError", r"^'\w+' object has no attribute", "engine_died"),
+    ("AttributeError", r"^(?:partially initialized )?module '[\w.]+' has no attribute", "missing_dependency"),
+    ("AttributeError", r"^class must define a '_type_' attribute", "missing_dependency"),
+)
+_INTERPRETER = tuple((cls, re.compile(words), reason) for cls, words, reason in INTERPRETER)
 _STATUS_AT = re.compile(r"^(?:\w+ )?(%s)(?:: |$)" % "|".join(code for code, _reason in STATUS))
 
 _MODEL = ("check that the model's path exists on the host and holds config.json and weights of the architecture and "
@@ -116,6 +133,10 @@ _BUILD = ("a kernel or extension is built at start-up: install the CUDA toolkit 
 # "{exc}{qexc}": the class, as the exception line's match names it (signatures.GENERIC).
 _UNKNOWN = ("a vLLM process raised {exc}{qexc}, which no rule of this collection knows: read root_cause_line and the "
             "traceback above it in log_tail, and report it with the vLLM release")
+
+_BUG = ("the code that ran failed in a way no settings check foresaw: a bug in that release, or packages of releases "
+        "that do not fit each other (vLLM, torch, transformers, a fork or plugin): try the release the model's page names, "
+        "and report it with root_cause_line")
 
 # (layer, package path (after site-packages), reason when nothing narrower is known, whether the layer checks settings,
 # hint): the first that matches. A layer that checks a model's or the server's settings raises ValueError and the like
@@ -143,6 +164,10 @@ LAYERS = (
     ("Ray", r"ray/", "distributed_error", False,
      "Ray failed under vLLM: check `ray status` (every node joined, with its GPUs), that each node runs the same Ray and "
      "vLLM, the ports between the nodes, and the raylet's log (/tmp/ray/session_latest/logs)"),
+    # transformers' auto classes look a model's type up in their tables: a type this release does not have.
+    ("transformers auto classes", r"transformers/models/auto/", "config_error", True,
+     "this transformers does not know the model's type (model_type in config.json): upgrade transformers (with a vLLM "
+     "that supports it), or check the model_type the checkpoint declares"),
     ("Hugging Face", r"(?:huggingface_hub|transformers|tokenizers|safetensors)/", "model_not_found", True, _MODEL),
     ("vLLM configuration",
      r"vllm/(?:config/|config\.py|engine/arg_utils\.py|entrypoints/openai/cli_args\.py|entrypoints/cli/|"
@@ -164,16 +189,17 @@ _QUALIFIED = re.compile(r"^((?:[A-Za-z_]\w*\.)+)[A-Z]\w*")
 class Reading(object):
     """What the second reading says of a line: the reason, the layer and how it knew (or that it did not)."""
 
-    __slots__ = ("reason", "layer", "how", "hint", "known")
+    __slots__ = ("reason", "layer", "how", "hint", "known", "outranks_class")
 
-    def __init__(self, reason, layer, how, hint, known):
+    def __init__(self, reason, layer, how, hint, known, outranks_class=False):
         self.reason, self.layer, self.how, self.hint, self.known = reason, layer, how, hint, known
+        self.outranks_class = outranks_class
 
     @property
     def placed(self):
-        """Raised by a layer that checks no settings of its own (a kernel builder, a compiler, a runtime): its
-        ValueError or AssertionError is no settings check, and the layer says more than the class."""
-        return self.layer not in _SETTINGS
+        """Says more than a family's guess from the class alone: the interpreter's own words, or a layer that checks no
+        settings of its own (a kernel builder, a compiler, a runtime), whose ValueError is no settings check."""
+        return self.outranks_class or self.layer not in _SETTINGS
 
 
 def class_reason(cls):
@@ -212,6 +238,10 @@ def read(cls, text, where=None, line=""):
     reason = class_reason(cls)
     if reason is not None:
         return Reading(reason, name, "its class %s" % cls, hint, True)
+    for klass, words, reason in _INTERPRETER:
+        if cls == klass and words.search(text or ""):
+            return Reading(reason, name, "the interpreter's own words", _BUG if reason == "engine_died" else hint, True,
+                           outranks_class=True)
     m = _STATUS_AT.match(text or "")
     if m is not None:
         return Reading(_STATUS[m.group(1)], name, "status %s" % m.group(1), hint, True)

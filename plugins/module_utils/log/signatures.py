@@ -110,6 +110,9 @@ _KILLED_HINT = ("a vLLM process died without a Python error: the kernel OOM kill
                 "VLLM_CPU_KVCACHE_SPACE) or raise the host/container memory limit")
 
 _EXCEPTION_HINT = "the server raised {exc}: read root_cause_line and the traceback above it in log_tail"
+_DISTRIBUTED_HINT_CCL = ("oneCCL could not set up the processes' communication: check that every GPU's device files "
+                         "(/dev/dri) are in the container, the CCL_* and FI_* environment (the libfabric provider), and "
+                         "CCL_ZE_IPC_EXCHANGE")
 _PORT_HINT = "another process holds the port: stop the old server (ss -ltnp 'sport = :PORT' shows it) or pick another --port"
 
 # Hints for outcomes the waiter decides without a log signature.
@@ -418,6 +421,20 @@ SIGNATURES = (
               else "a settings class was given a key it does not have",
               "a key this vLLM release does not know (removed or renamed, or a wrapper built for another release): "
               "remove it or pin the release it belongs to", TYPED),
+    # oneCCL, the collective library of Intel's GPUs: its logger's "|CCL_ERROR| file:line function: ..." (oneCCL
+    # src/common/log/log.hpp LOG_ERROR) and its exceptions' "oneCCL: file:line function: EXCEPTION: ...". Its words
+    # ("No such file or directory" of a device file) are no model's.
+    Signature("collective_library", "distributed_error", ("CCL_ERROR|", "oneCCL: "),
+              r"\|?CCL_ERROR\| ?(?P<what>.*)|oneCCL: (?P<exc>.*)", lambda m: "oneCCL: " + (m.group("what") or m.group("exc")),
+              _DISTRIBUTED_HINT_CCL, TYPED, certain=False),
+    # The container's entrypoint could not be started, so vLLM never ran: catatonit's "failed to exec pid1" (the init
+    # of podman and ramalama containers), runc's and crun's executable not found.
+    Signature("container_exec", "missing_dependency",
+              ("failed to exec pid1", "executable file"),
+              r"failed to exec pid1: (?P<why>.*)|exec: \\?\"(?P<cmd>[^\"\\]+)\\?\": executable file not found in \$PATH|"
+              r"executable file `(?P<cmd2>[^`]+)` not found",
+              None, "the container's command could not be started (vLLM never ran): check the image's entrypoint and "
+              "command, and that the image was built for this host's architecture and runtime", TYPED),
     # Ray 2.52.0's GCS (gcs_server's own text): a node of the cluster stopped answering; the engine cannot go on.
     Signature("ray_node_dead", "distributed_error", "has been marked dead because the detector has missed",
               r"node (?:with node id: )?(?P<node>\w+)(?: and address: (?P<ip>[\w.:]+))?.* has been marked dead because "
@@ -482,6 +499,26 @@ def _place_signatures():
                            lambda m, source=source: "%s (%s)" % (m.group(0).strip(), source),
                            _RAISED_HINTS[reason], TYPED, certain=False)
                  for name, reason, needles, pattern, source in places.patterns())
+
+
+_SUPERVISOR_HINTS = {
+    "timeout": "the supervisor ended a start that was not ready in the time it allows: give the start more time (the "
+               "probe's or unit's start timeout; weights, torch.compile and CUDA graphs of a large model take minutes), "
+               "or read what the log shows the server was doing",
+    "out_of_memory": "the container's memory limit was reached (OOMKilled): raise the pod's memory limit, or lower what "
+                     "vLLM holds in host memory (--swap-space, --cpu-offload-gb, the CPU KV cache)",
+    "gpu_unavailable": "no node has the accelerators the pod requests: check the device plugin, the nodes' allocatable "
+                       "GPUs and the pod's resources.limits",
+}
+
+
+def _supervisor_signatures():
+    """What supervisors print when they end a start (vocabulary.SUPERVISORS): certain, and below every failure the
+    server's own log explains (a probe that kills a server whose engine already failed says less than the engine)."""
+    return tuple(Signature("supervisor_%d" % number, reason, needle, pattern,
+                           lambda m, source=source: "%s (%s)" % (m.group(0).strip(), source), _SUPERVISOR_HINTS[reason],
+                           CARRIER)
+                 for number, (reason, needle, pattern, source) in enumerate(vocabulary.SUPERVISORS))
 
 
 SIGNATURES = _vocabulary_signatures(True) + SIGNATURES + _place_signatures() + _vocabulary_signatures(False)
@@ -558,7 +595,10 @@ FAMILIES = (
            r"No module named|undefined symbol|cannot open shared object|cannot find -l\S+|DLL load failed|"
            r"GLIBC\w*_[\d.]+'? not found|(?:Python|cuda\w*|\w+)\.h: No such file|fatal error: \S+\.h|"
            r"command '[^']*(?:gcc|g\+\+|nvcc|cc|c\+\+|ninja)' failed|ld returned \d+ exit status|"
-           r"returned non-zero exit status|Failed to (?:import|load) (?:from )?(?:vllm\._|the )|"
+           r"returned non-zero exit status|Failed to (?:import|load) (?:from |python )?(?:vllm\._|the |'?[\w.]+'? module)|"
+           # a kernel's toolchain: the PTX assembler refusing the GPU, a build tool the JIT builders did not find
+           r"ptxas\b.*\berror|ptxas fatal|\b(?:nvcc|ninja|ptxas|gcc|g\+\+|clang|cmake)\b[^.]{0,40}\bnot found|"
+           r"failed to JIT-compile|"
            r"(?:is|are) not installed|[Pp]lease install|requires? (?:the )?\S+ (?:package|library) to be installed|"
            r"could not be imported|cannot import name|partially initialized module|incompatible with this version of",
            _DEPENDENCY_HINT),
@@ -579,7 +619,7 @@ FAMILIES = (
            r"Cannot allocate memory|ENOMEM|KV cache (?:is needed|memory)|(?:stored|fit) in (?:the )?KV cache|"
            r"cache blocks|less than desired GPU memory|memory profiling|/dev/shm|shared memory|"
            r"CUBLAS_STATUS_ALLOC_FAILED|exceeds? (?:the )?(?:available|free|total) (?:\w+ )?memory|"
-           r"OUT_OF_(?:DEVICE_|HOST_)?(?:MEMORY|RESOURCES)",
+           r"OUT_OF_(?:DEVICE_|HOST_)?(?:MEMORY|RESOURCES)|[Aa]llocation [Ff]ail(?:ure|ed)|[Ff]ailed to allocate",
            _OOM_HINT),
     Family("model_not_found",
            ("FileNotFoundError", "HfHubHTTPError") + vocabulary.HF_HUB_MODEL_ERRORS,
@@ -614,7 +654,8 @@ FAMILIES = (
 
 # Lines vLLM logs at INFO that still explain a failure; the quiet lines are never parsed, so these are found
 # by their words in the whole block.
-QUIET_SIGNATURES = (
+# (and the supervisors' lines, which `kubectl describe` indents like code a traceback quotes)
+QUIET_SIGNATURES = _supervisor_signatures() + (
     Signature("no_platform", "gpu_unavailable", "No platform detected",
               r"No platform detected, vLLM is running on UnspecifiedPlatform",
               "vLLM detected no accelerator platform (no GPU, driver or device library visible to it)", _GPU_HINT,

@@ -267,12 +267,15 @@ class LogWatch(object):
             for record in records(raw) if len(raw) > 40 else (raw,):
                 self._examine(record, index, now)
         for sig in QUIET_SIGNATURES:
-            if sig.name not in self.evidence:
-                pos = text.find(sig.needle)
-                if pos >= 0:
-                    line = parse_line(_line_at(text, pos))
-                    self._record(sig, sig.regex.search(line.msg) or sig.regex.search(line.raw), line,
-                                 text.count("\n", 0, pos), now)
+            pos = text.find(sig.needle) if sig.name not in self.evidence else -1
+            while pos >= 0:
+                line = parse_line(_line_at(text, pos))
+                m = sig.regex.search(line.msg) or sig.regex.search(line.raw)
+                if m:
+                    self._record(sig, m, line, text.count("\n", 0, pos), now)
+                    break
+                end = text.find("\n", pos)      # the needle's line did not say it: its next line may
+                pos = text.find(sig.needle, end + 1) if end >= 0 else -1
         for sig in self.user_signatures:
             if sig.name not in self.evidence:
                 m = sig.regex.search(text)

@@ -131,3 +131,39 @@ def test_a_list_of_possible_causes_is_no_evidence():
             "type: SYSTEM_ERROR Some common causes include: (1) the process was killed by the OOM killer due to high "
             "memory usage, (2) ray stop --force was called")
     assert replay([line], True)[0] == "engine_died"
+
+
+def test_torch_logging_records_are_read_with_their_level():
+    """torch's own formatter ("[rank0]:E0701 14:28:21.083000 911603 path.py:539] [0/0] ..."): an E is an ERROR."""
+    log = ["[rank0]:E0701 14:28:21.083000 911603 torch/_inductor/runtime/triton_heuristics.py:539] [0/0] ptxas "
+           "/tmp/t.ptx, line 6; error   : PTX .version 8.4 does not support .target sm_120a",
+           "ERROR 07-01 14:28:21 [core.py:515] EngineCore failed to start."]
+    reason, ev, _watch = replay(log, True)
+    assert reason == "missing_dependency" and "sm_120a" in ev.line.raw
+    warning = "[rank0]:W0701 14:28:20.000000 911603 torch/_dynamo/convert_frame.py:1] [0/0] ptxas error: recompiling"
+    assert replay([warning], True)[0] == "process_exited"    # a warning explains nothing by its words alone
+
+
+def test_onecc_records_and_exceptions_are_a_distributed_failure():
+    log = ["2024:08:21-10:41:21:( 8320) |CCL_ERROR| atl_ofi_helper.cpp:907 atl_ofi_get_prov_list: can't create "
+           "providers for name shm", "failed to initialize ATL"]
+    assert replay(log, True)[0] == "distributed_error"
+    line = ("RuntimeError: oneCCL: ze_fd_manager.cpp:214 fill_device_fds: EXCEPTION: open failed: fd: -1, errno: No "
+            "such file or directory")
+    assert replay([line], True)[0] == "distributed_error"    # not a model's missing file
+
+
+@pytest.mark.parametrize("line, reason", [
+    ("ERROR (catatonit:2): failed to exec pid1: No such file or directory", "missing_dependency"),
+    ('Error: exec: "vllm": executable file not found in $PATH', "missing_dependency"),
+])
+def test_a_container_whose_command_never_ran(line, reason):
+    assert replay([line], True)[0] == reason
+
+
+def test_a_readiness_probe_is_no_failure_but_a_liveness_probe_ends_the_start():
+    readiness = '  Warning  Unhealthy  5s  kubelet  Readiness probe failed: Get "http://10.0.0.5:8000/health"'
+    liveness = '  Warning  Unhealthy  9s  kubelet  Liveness probe failed: Get "http://10.0.0.5:8000/health"'
+    assert replay([readiness], False)[0] == "timeout"        # still starting: the wait goes on to its own deadline
+    reason, ev, _watch = replay([readiness, liveness], False)
+    assert reason == "timeout" and ev is not None and "Liveness" in ev.line.raw
