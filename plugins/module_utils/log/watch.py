@@ -141,7 +141,6 @@ class LogWatch(object):
         self._chains = {}           # (proc, pid) -> [chain number, a chain marker was the last word, link number]
         self._frames = {}           # (proc, pid) -> (file, function) of the traceback's innermost frame so far
         self._chain_count = 0
-        self._nested_evidence = None
 
     @property
     def log_ready(self):
@@ -355,17 +354,13 @@ class LogWatch(object):
             text = text[:cut.start()]
         # An error quoting another is read innermost first: the wrapper's words never win over what it wraps.
         inner = nested(text)
-        if inner is not None and self._classify_nested(line, inner, pos, now, context):
-            self._classify_text(line, text, pos, now, context)
-            return self._nested_evidence
+        if inner is not None:
+            before = set(self.evidence)
+            ev = self._classify_text(line, inner, pos, now, context)
+            if ev is not None and ev.reason is not None and ev.signature.name not in before:
+                self._classify_text(line, text, pos, now, context)      # the wrapper's own evidence, below it
+                return ev
         return self._classify_text(line, text, pos, now, context)
-
-    def _classify_nested(self, line, inner, pos, now, context):
-        """Read the innermost error a line quotes; True when that proves a reason (kept in _nested_evidence)."""
-        before = set(self.evidence)
-        ev = self._classify_text(line, inner, pos, now, context)
-        self._nested_evidence = ev
-        return ev is not None and ev.reason is not None and ev.signature.name not in before
 
     def _classify_text(self, line, text, pos, now, context):
         for sig in SIGNATURES:
