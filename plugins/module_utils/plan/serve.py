@@ -444,7 +444,8 @@ def plan(settings, reads=None):
         except ValueError as e:
             problems.append("vllm_common_version: %s." % e)
         else:
-            problems += rules.problems(release_rules)
+            problems += rules.problems(release_rules) + rules.env_problems(release_rules.release, _env(settings),
+                                                                           release_rules.flavor)
             found, warned = hazards.check(hazard_facts(settings, release_rules, reads.get("models")))
             fit = memory_fit(settings, reads.get("models"), reads.get("gpu_memory"))
             problems += found + fit["problems"]
@@ -519,20 +520,31 @@ def memory_fit(settings, models, gpu_memory):
         kv, kv_name = _count(space) * memory.GIB, PREFIX + "env.VLLM_CPU_KVCACHE_SPACE"
     elif _count(_arg(settings, "kv-cache-memory-bytes")) is not None:
         kv, kv_name = _count(_arg(settings, "kv-cache-memory-bytes")), PREFIX + "args.kv-cache-memory-bytes"
-    utilization = _arg(settings, "gpu-memory-utilization", _arg(settings, "device-memory-utilization"))
+    given = _arg(settings, "gpu-memory-utilization", _arg(settings, "device-memory-utilization"))
+    # Unset, vLLM's own default for this release (plan/releases): 0.92 up to 0.33, the whole GPU under 0.34's
+    # extensible KV cache.
+    utilization, extensible = rules.default_utilization(
+        rules.parse_release(settings.get("version")), flavor,
+        _arg(settings, "enable-extensible-kv-cache") in (False, "false", "False") or
+        _arg(settings, "no-enable-extensible-kv-cache") is not None)
     try:
-        utilization = float(utilization) if utilization is not None else memory.DEFAULT_UTILIZATION
+        utilization = float(given) if given is not None else utilization
     except (TypeError, ValueError):
-        utilization = memory.DEFAULT_UTILIZATION
+        pass
+    whole_gpu = ["%sargs.gpu-memory-utilization is unset: vLLM %s's extensible KV cache then takes all of each GPU's "
+                 "memory it measures free (1.0), and a process that allocates on the same GPU later gets nothing. Set "
+                 "it (0.92 was the default before 0.34) if anything else shares the GPU."
+                 % (PREFIX, settings.get("version"))] if extensible and given is None else []
     names = {"kv": kv_name, "utilization": PREFIX + "args.gpu-memory-utilization",
              "max_len": PREFIX + "args.max-model-len",
              "more": (kv_name if kv_name else "%stensor_parallel_size, %sargs.gpu-memory-utilization" % (PREFIX, PREFIX))}
     if not max_len:
-        return {"problems": [], "warnings": [], "figures": None}
-    return memory.fit(memory.Inputs(
+        return {"problems": [], "warnings": whole_gpu, "figures": None}
+    fit = memory.fit(memory.Inputs(
         flavor, _count(settings.get("tensor_parallel_size")) or 1, max_len, utilization, kv, target["config"],
         target.get("weight_bytes"), drafter and drafter["config"], drafter and drafter.get("weight_bytes"),
         _arg(settings, "dtype", "auto"), _arg(settings, "kv-cache-dtype", "auto"), memory.gpu_memory(gpu_memory), names))
+    return dict(fit, warnings=list(fit["warnings"]) + whole_gpu)
 
 
 def _arg(settings, name, default=None):

@@ -7,6 +7,7 @@ import pytest
 from ansible_collections.llmops.vllm.plugins.module_utils.plan.rules import (
     ServeSettings,
     draft_room,
+    env_problems,
     parse_release,
     problems,
     speculative_keys,
@@ -97,9 +98,20 @@ def test_draft_room_by_method(release, method, tokens, room):
     ("0.32.0", "enable_adaptive_verification", True),
     ("0.33.0", "fly_window_size", True),
     ("0.32.0", "fly_window_size", False),
+    # 0.34.0 dropped two keys (its SpeculativeConfig no longer has them)
+    ("0.33.0", "disable_padded_drafter_batch", True),
+    ("0.34.0", "disable_padded_drafter_batch", False),
+    ("0.34.0", "use_heterogeneous_vocab", False),
+    ("0.34.0", "speculator_options", True),
 ])
 def test_speculative_keys_by_release(release, key, known):
     assert (key in speculative_keys(parse_release(release))) is known
+
+
+def test_a_key_a_release_dropped_names_the_last_release_that_took_it():
+    found = check("0.34.0", max_num_batched_tokens=32768, speculative_extra={"disable_padded_drafter_batch": True})
+    assert "does not accept: disable_padded_drafter_batch" in found[0]
+    assert "disable_padded_drafter_batch was last accepted by vLLM 0.33.0." in found[0]
 
 
 def test_unknown_and_forbidden_speculative_keys_name_the_variable():
@@ -118,7 +130,7 @@ def test_speculative_tokens_drafter_and_release():
 
 def test_a_release_newer_than_those_read_gets_the_newest_rule_and_says_so():
     found = check("0.40.0", max_num_batched_tokens=4, max_num_seqs=1)
-    assert "rules read up to vLLM 0.33.0; 0.40.0 is newer" in found[0]
+    assert "rules read up to vLLM 0.34.0; 0.40.0 is newer" in found[0]
 
 
 @pytest.mark.parametrize("text, release", [("0.20.2", (0, 20, 2)), ("0.32.0+cpu", (0, 32, 0)), ("v0.21.0rc1", (0, 21, 0)),
@@ -127,3 +139,12 @@ def test_parse_release(text, release):
     assert parse_release(text) == release
     with pytest.raises(ValueError):
         parse_release("latest")
+
+
+@pytest.mark.parametrize("release, value, refused", [
+    ("0.34.0", "0", True), ("0.34.0", "1", False), ("0.33.0", "0", False), ("0.40.0", "0", True)])
+def test_the_v1_model_runner_switch_is_refused_where_the_release_removed_it(release, value, refused):
+    found = env_problems(parse_release(release), {"VLLM_USE_V2_MODEL_RUNNER": value})
+    assert bool(found) is refused
+    if refused:
+        assert "vllm_server_env.VLLM_USE_V2_MODEL_RUNNER=0" in found[0] and "0.33.0 read it last" in found[0]

