@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import rules
+
 READ_ON = "2026-12-04"
 
 # release bounds are (first affected, first fixed); None: open (no release has fixed it).
@@ -108,6 +110,18 @@ def _dflash_budget_crash(f):
     return f.method == "dflash" and f.seqs is not None and f.batched is not None and f.seqs * (f.tokens + 1) > f.batched
 
 
+# The platform's default max_cudagraph_capture_size, which 0.34.0 sizes decode graphs from.
+DEFAULT_CAPTURE_SIZE = 512
+
+
+def _decode_graphs_capped(f):
+    compilation = f.arg("compilation-config") or {}
+    explicit = isinstance(compilation, dict) and any(key in compilation for key in (
+        "max_decode_cudagraph_capture_requests", "decode_cudagraph_capture_request_sizes"))
+    return (bool(f.method) and f.tokens > 0 and f.seqs is not None and not f.flag("enforce-eager") and not explicit
+            and f.seqs > DEFAULT_CAPTURE_SIZE // (f.tokens + 1))
+
+
 def _v2_runner_speculators(f):
     runner = f.env.get("VLLM_USE_V2_MODEL_RUNNER", "").strip().lower()
     return f.method == "dflash" and bool(f.speculators_drafter) and runner not in ("0", "false")
@@ -185,11 +199,23 @@ TABLE = (
         "vllm/config/vllm.py@0.33.0 (l.2378-2396)",
         "set {p}max_num_batched_tokens to at least {need}, or {p}max_num_seqs to {fit}"),
     Hazard(
+        "decode-graphs-capped", (0, 34, 0), None, ("gpu",), "degradation", _decode_graphs_capped,
+        "decode CUDA graphs hold at most %d // (K+1) = {graphs} requests on GPUs other than SM100 (Blackwell): with "
+        "{k} speculative tokens and up to {seqs} sequences, wider decode batches run on the prefill graphs, slower"
+        % DEFAULT_CAPTURE_SIZE,
+        "vllm/config/compilation.py@0.34.0 max_decode_cudagraph_capture_requests: \"None (default): max_num_seqs on "
+        "SM100 GPUs, otherwise the most requests that the platform's default max_cudagraph_capture_size holds at "
+        "the target model's query lengths\"",
+        "if more than {graphs} sequences decode at once, set {p}args: {{compilation-config: "
+        "{{max_decode_cudagraph_capture_requests: {seqs}}}}} (the graphs take memory from the KV cache), or lower "
+        "{p}max_num_seqs to {graphs}"),
+    Hazard(
         "v2-runner-speculators-drafter", (0, 24, 0), None, ("gpu",), "degradation", _v2_runner_speculators,
         "a speculators-trained DFlash drafter under Model Runner V2 (the default for DFlash from 0.24, for hybrid "
         "targets from 0.25) has its drafts accepted almost never (acceptance about 0%)",
-        "vllm#49559 (open; 0.25.1, Qwen3.6-35B-A3B); V2 defaults in vllm/config/vllm.py@0.24.0 use_v2_model_runner",
-        "set {p}env: {{VLLM_USE_V2_MODEL_RUNNER: \"0\"}}"),
+        "vllm#49559 (open; 0.25.1, Qwen3.6-35B-A3B); V2 defaults in vllm/config/vllm.py@0.24.0 use_v2_model_runner; "
+        "0.34.0 removed Model Runner V1 (its vllm/envs.py no longer reads VLLM_USE_V2_MODEL_RUNNER)",
+        "{v1_runner}"),
     Hazard(
         "sliding-window-drafter-aot-schedule", (0, 20, 0), (0, 30, 0), ("gpu",), "degradation", _sliding_window_drafter,
         "a sliding-window DFlash drafter with the target on the {backend} attention backend under full CUDA graphs "
@@ -219,7 +245,18 @@ def _values(hazard, f, prefix):
             "fit": max(1, (f.batched or 0) // k1), "release": _show(f.release),
             "arch": ", ".join((f.target or {}).get("architectures") or [str((config or {}).get("model_type", "?"))]),
             "backend": str(f.arg("attention-backend") or ""),
-            "block": (f.drafter or {}).get("block_size"), "block_less": ((f.drafter or {}).get("block_size") or 1) - 1}
+            "block": (f.drafter or {}).get("block_size"), "block_less": ((f.drafter or {}).get("block_size") or 1) - 1,
+            "v1_runner": _v1_runner_remedy(f.release, f.flavor, prefix),
+            "graphs": DEFAULT_CAPTURE_SIZE // k1}
+
+
+def _v1_runner_remedy(release, flavor, prefix):
+    """Model Runner V1 as the way round a V2 runner hazard, where the release still has it (plan/releases' env)."""
+    if "VLLM_USE_V2_MODEL_RUNNER" in rules.release_data(release, flavor)["env"]:
+        return "set %senv: {VLLM_USE_V2_MODEL_RUNNER: \"0\"}" % prefix
+    return ("no setting of vLLM %s avoids it (Model Runner V1, the way round, is gone and setting "
+            "VLLM_USE_V2_MODEL_RUNNER=0 stops the server): use a drafter not trained with speculators, or set "
+            "vllm_common_version to 0.33.0 and %senv: {VLLM_USE_V2_MODEL_RUNNER: \"0\"}" % (_show(release), prefix))
 
 
 def applies(hazard, facts):

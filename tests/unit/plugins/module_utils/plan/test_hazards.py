@@ -93,6 +93,30 @@ def test_a_speculators_drafter_under_model_runner_v2_is_warned(release, env, dra
     assert not check(f)[0]
 
 
+@pytest.mark.parametrize("release, seqs, args, expected", [
+    ("0.33.0", 256, {}, False),
+    ("0.34.0", 256, {}, True),                   # K=15: 512 // 16 = 32 requests in a decode graph
+    ("0.34.0", 32, {}, False),
+    ("0.34.0", 256, {"compilation-config": {"max_decode_cudagraph_capture_requests": 256}}, False),
+    ("0.34.0", 256, {"enforce-eager": True}, False),
+])
+def test_decode_graphs_capped_by_0_34_are_warned(release, seqs, args, expected):
+    f = facts(release=release, seqs=seqs, args=args)
+    assert ("decode-graphs-capped" in fired(f)) is expected
+    if expected:
+        warning = next(w for w in check(f)[1] if "decode CUDA graphs" in w)
+        assert "= 32 requests" in warning and "max_decode_cudagraph_capture_requests: 256" in warning
+
+
+@pytest.mark.parametrize("release, remedy", [
+    ("0.33.0", 'set vllm_server_env: {VLLM_USE_V2_MODEL_RUNNER: "0"}'),
+    ("0.34.0", "no setting of vLLM 0.34.0 avoids it"),                   # V1 removed: the switch stops the server
+])
+def test_the_v2_runner_remedy_is_offered_only_where_the_release_still_has_v1(release, remedy):
+    _problems, (warning,) = check(facts(release=release, drafter=SPECULATORS, seqs=8))
+    assert "Remedy: " + remedy in warning
+
+
 @pytest.mark.parametrize("release, args, drafter, expected", [
     ("0.29.0", {"attention-backend": "FLEX_ATTENTION"}, WINDOWED, True),
     ("0.30.0", {"attention-backend": "FLEX_ATTENTION"}, WINDOWED, False),       # PR #54374
@@ -170,7 +194,10 @@ def render() -> str:
              "| hazard | releases | flavors | effect | what happens | source | remedy |", "|---|---|---|---|---|---|---|"]
     example = {"p": "vllm_server_", "k": "K", "k1": "K+1", "seqs": "max_num_seqs", "batched": "B", "need": "max_num_seqs x (K+1)",
                "fit": "B // (K+1)", "release": "the release", "arch": "the target's architecture", "backend": "a non-FlashAttention",
-               "block": "the block size", "block_less": "block size - 1"}
+               "block": "the block size", "block_less": "block size - 1",
+               "v1_runner": "up to 0.33: set vllm_server_env: {VLLM_USE_V2_MODEL_RUNNER: \"0\"}; from 0.34.0, which "
+                            "removed Model Runner V1, none: use a drafter not trained with speculators, or 0.33.0",
+               "graphs": "512 // (K+1)"}
     for row in TABLE:
         lines.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
             row.name, releases(row), ", ".join(row.flavors), row.effect, row.text.format(**example),
