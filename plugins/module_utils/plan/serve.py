@@ -446,6 +446,7 @@ def plan(settings, reads=None):
         else:
             problems += rules.problems(release_rules) + rules.env_problems(release_rules.release, _env(settings),
                                                                            release_rules.flavor)
+            problems += _removed_flag_problems(settings, release_rules)
             found, warned = hazards.check(hazard_facts(settings, release_rules, reads.get("models")))
             fit = memory_fit(settings, reads.get("models"), reads.get("gpu_memory"))
             problems += found + fit["problems"]
@@ -489,6 +490,16 @@ def _model_read(models, which):
     if not isinstance(read, dict) or read.get("failed") or not isinstance(read.get("config"), dict):
         return None
     return read
+
+
+def _removed_flag_problems(settings, release_rules):
+    """vllm_server_args and extra_args flags the release removed (plan/releases): said before the install."""
+    named = dict((cli_name(key), PREFIX + "args." + cli_name(key)) for key in (settings.get("args") or {}))
+    named.update((cli_name(word.split("=", 1)[0]), PREFIX + "extra_args") for word in settings.get("extra_args") or []
+                 if isinstance(word, str) and word.startswith("--"))
+    gone = rules.removed_flags(release_rules.release, sorted(named), release_rules.flavor)
+    return ["%s: vLLM %s has no --%s any more (%s had it last): remove it, or keep vllm_common_version at %s."
+            % (named[name], settings.get("version"), name, last, last) for name, last in sorted(gone.items())]
 
 
 def _env(settings):

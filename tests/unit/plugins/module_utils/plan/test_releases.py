@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import releases, rules
 
@@ -46,7 +47,11 @@ def test_each_release_says_what_the_checks_read(data):
     assert {"method", "model", "num_speculative_tokens"} <= set(data["speculative_keys"])
     # what the server role renders on every release: the flags must exist there
     assert {"--speculative-config", "--middleware", "--shutdown-timeout", "--port", "--host", "--api-key",
-            "--max-num-batched-tokens", "--max-num-seqs", "--tensor-parallel-size"} <= set(data["flags"])
+            "--max-num-batched-tokens", "--max-num-seqs", "--tensor-parallel-size", "--served-model-name"} <= set(
+                data["flags"])
+    # and the user's own command (inventories/example)
+    assert {"--max-model-len", "--reasoning-parser", "--tool-call-parser", "--language-model-only",
+            "--trust-remote-code", "--enable-prefix-caching"} <= set(data["flags"])
     assert ("GET", "/health") in data["routes"] and data["guarded_prefixes"]
 
 
@@ -60,6 +65,14 @@ def test_the_collections_key_guards_every_route_of_every_release(data):
     assert open_routes == [("GET", "/health")]
     unguarded_by_vllm = [path for _method, path in data["routes"] if not path.startswith(data["guarded_prefixes"])]
     assert unguarded_by_vllm, "vLLM guards every route by itself: the middleware would be redundant"
+
+
+@pytest.mark.parametrize("data", releases.ALL, ids=lambda d: "%s-%s" % (d["package"], d["release"]))
+def test_the_front_doors_paths_are_routes_of_every_release(data):
+    """The front door forwards only vllm_frontend_paths: each must be a route the release serves."""
+    defaults = yaml.safe_load((REPO / "roles" / "vllm_frontend" / "defaults" / "main.yml").read_text())
+    paths = {path for _method, path in data["routes"]}
+    assert [p for p in defaults["vllm_frontend_paths"] if p not in paths] == []
 
 
 def test_the_budget_rule_changes_where_the_releases_changed_it():
@@ -85,3 +98,8 @@ def test_a_cpu_release_reads_its_own_data_and_else_vllms_of_its_number():
     assert rules.release_data((0, 30, 0), "cpu")["package"] == "vllm"
     assert rules.release_data((0, 19, 0))["release"] == "0.20.0"
     assert rules.release_data((0, 40, 0))["release"] == "0.34.0"
+
+
+def test_the_release_notes_are_the_data():
+    assert (REPO / "docs" / "vllm-releases.md").read_text() == _intake().release_notes(releases.ALL), \
+        "docs/vllm-releases.md is stale: python scripts/vllm_intake.py --notes"

@@ -325,6 +325,17 @@ def test_the_memory_check_uses_the_releases_own_default_utilization(version, arg
     assert any("extensible KV cache" in w for w in found["warnings"]) is warned
 
 
+def test_a_flag_the_release_removed_is_refused_before_the_install():
+    args = dict(QWEN["args"], **{"calculate-kv-scales": True})         # removed after 0.20.x's releases had it
+    found = plan(settings(version="0.33.0", args=args), TWO_GPUS)
+    assert any("vllm_server_args.calculate-kv-scales: vLLM 0.33.0 has no --calculate-kv-scales any more" in p
+               for p in found["problems"])
+    assert not any("calculate-kv-scales" in p for p in plan(settings(version="0.20.2", args=args), TWO_GPUS)["problems"])
+    # a flag no release taken in has is left to the new venv's own check
+    unknown = dict(QWEN["args"], **{"no-such-flag": True})
+    assert not any("no-such-flag" in p for p in plan(settings(version="0.33.0", args=unknown), TWO_GPUS)["problems"])
+
+
 def test_a_model_not_read_is_not_checked():
     found = plan(settings(), dict(TWO_GPUS, models={"target": {"failed": True, "msg": "no such directory"}},
                                   gpu_memory=H200S))
