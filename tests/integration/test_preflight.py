@@ -140,6 +140,8 @@ def settings_for(name: str, host: Path, port: int) -> dict:
     variables = {
         "ansible_connection": "local",
         "vllm_common_flavor": "gpu",
+        # the release these cases were written for (the user's); the GPU default has moved on since
+        "vllm_common_version": "0.20.2",
         "vllm_server_model": str(model),
         "vllm_server_speculative_model": str(host / "models" / "tiny-dflash"),
         "vllm_server_max_num_batched_tokens": 32768,

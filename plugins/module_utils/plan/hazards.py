@@ -264,6 +264,17 @@ def applies(hazard, facts):
     return in_range and facts.flavor in hazard.flavors and bool(hazard.applies(facts))
 
 
+def newest_clear_release(facts_of, flavor="gpu"):
+    """The newest release taken in (plan/releases) for which no row holds: ``facts_of(release)`` gives the Facts of a
+    configuration on that release. How the collection's default GPU release is chosen (tests/unit: the example
+    inventory's configuration, the user's)."""
+    for release in sorted((key for package, key in rules.TAKEN_IN if package == "vllm"), reverse=True):
+        facts = facts_of(release)
+        if facts.flavor == flavor and not any(applies(hazard, facts) for hazard in TABLE):
+            return release
+    return None
+
+
 def check(facts, prefix="vllm_server_"):
     """(problems, warnings): a sentence for each row that holds, naming the hazard, its source and the remedy."""
     problems, warnings = [], []

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan.hazards import READ_ON, TABLE, Facts, check
+import yaml
+
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.hazards import (
+    READ_ON,
+    TABLE,
+    Facts,
+    applies,
+    check,
+    newest_clear_release,
+)
 from ansible_collections.llmops.vllm.plugins.module_utils.plan.rules import parse_release
 
 # Qwen3.6-27B's language config as its config.json nests it (the layer kinds only matter here).
@@ -176,7 +185,8 @@ def test_no_speculation_has_no_speculative_hazards():
     assert fired(facts(method="", tokens=0, target=QWEN36, seqs=1024, batched=2048)) == []
 
 
-DOC = Path(__file__).resolve().parents[5] / "docs" / "runtime-hazards.md"
+ROOT = Path(__file__).resolve().parents[5]
+DOC = ROOT / "docs" / "runtime-hazards.md"
 
 
 def render() -> str:
@@ -209,3 +219,24 @@ def test_the_doc_is_the_table():
     if os.environ.get("LLMOPS_WRITE_DOCS") == "1":
         DOC.write_text(render())
     assert DOC.read_text() == render(), "docs/runtime-hazards.md is stale: LLMOPS_WRITE_DOCS=1 pytest -k runtime_hazards"
+
+
+def test_the_default_gpu_release_is_the_newest_with_no_hazard_for_the_users_configuration():
+    """inventories/example's configuration (Qwen3.6-27B, a hybrid gated delta-net target; z-lab's sliding-window DFlash
+    drafter, not a speculators one; TP 2, K 15, B 32768, prefix caching off, vLLM's default 1024 sequences on an H200;
+    no flash_attn in the venv): the newest release no row holds for is the role's default."""
+    example = yaml.safe_load((ROOT / "inventories/example/group_vars/vllm_servers/main.yml").read_text())
+    target = {"architectures": ["Qwen3_5ForConditionalGeneration"],
+              "text_config": {"layer_types": ["linear_attention"] * 3 + ["full_attention"]}}
+    drafter = {"architectures": ["DFlashDraftModel"], "block_size": 16, "sliding_window": 2048,
+               "layer_types": ["sliding_attention"] * 4 + ["full_attention"]}
+
+    def facts_of(release):
+        return Facts(release, "gpu", example["vllm_server_speculative_method"], example["vllm_server_num_speculative_tokens"],
+                     example["vllm_server_max_num_batched_tokens"], 1024, target, drafter, example["vllm_server_args"],
+                     [], {}, "none")
+    chosen = newest_clear_release(facts_of)
+    default = yaml.safe_load((ROOT / "roles/vllm_common/defaults/main.yml").read_text())["vllm_common_version"]
+    assert "else '%d.%d.%d'" % chosen in default, (chosen, default)
+    # and why not the newest of all: 0.34.0's decode CUDA graphs hold 512 // 16 = 32 of the 1024 sequences
+    assert [h.name for h in TABLE if applies(h, facts_of((0, 34, 0)))] == ["decode-graphs-capped"]
