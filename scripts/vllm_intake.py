@@ -10,9 +10,9 @@ kept under ~/.cache/llmops-vllm/intake) and read as a zip: nothing is installed 
 
 * ``speculative_keys``: the fields of ``SpeculativeConfig`` (``vllm/config/speculative.py``) a user may pass in
   ``--speculative-config``: not those vLLM fills itself (``init=False``, or another config object);
-* ``budget_rule``: the token budget's code path, known by the words each path raises with (``plan/rules``);
+* ``budget_rule``: the token budget's code path (``plan/rules``), known by the condition of the check that raises;
 * ``flags``: every ``vllm serve`` flag, from the fields of ``EngineArgs``, ``AsyncEngineArgs`` and ``FrontendArgs``
-  (underscores to dashes) and the flags the parsers add by name;
+  wherever a release keeps them (underscores to dashes) and the flags their modules add by name;
 * ``env``: every variable ``vllm/envs.py`` reads;
 * ``routes``: every (method, path) the API server registers under ``vllm/entrypoints/``, and ``guarded_prefixes``:
   the paths vLLM's own key check covers (``AuthenticationMiddleware``);
@@ -37,8 +37,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 RELEASES = REPO / "plugins" / "module_utils" / "plan" / "releases"
 CACHE = Path.home() / ".cache" / "llmops-vllm" / "intake"
-PLATFORMS = ("manylinux_2_24_x86_64", "manylinux_2_28_x86_64", "manylinux_2_31_x86_64", "manylinux_2_35_x86_64", "manylinux_2_17_x86_64",
-             "manylinux2014_x86_64")
+# The platform tags vLLM's x86-64 wheels have carried (0.21.0's is manylinux_2_24).
+PLATFORMS = ("manylinux_2_24_x86_64", "manylinux_2_28_x86_64", "manylinux_2_31_x86_64", "manylinux_2_35_x86_64",
+             "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 
 # The token budget's code path (plan/rules: per_sequence, slots, lookahead), known by the check that raises
 # "does not have enough slots to schedule a token" (0.28 on): against the lookahead tokens (0.33 on) or against the
