@@ -517,8 +517,8 @@ def _supervisor_signatures():
     server's own log explains (a probe that kills a server whose engine already failed says less than the engine)."""
     return tuple(Signature("supervisor_%d" % number, reason, needle, pattern,
                            lambda m, source=source: "%s (%s)" % (m.group(0).strip(), source), _SUPERVISOR_HINTS[reason],
-                           CARRIER)
-                 for number, (reason, needle, pattern, source) in enumerate(vocabulary.SUPERVISORS))
+                           CARRIER, certain=ends)
+                 for number, (reason, ends, needle, pattern, source) in enumerate(vocabulary.SUPERVISORS))
 
 
 SIGNATURES = _vocabulary_signatures(True) + SIGNATURES + _place_signatures() + _vocabulary_signatures(False)

@@ -198,8 +198,9 @@ NCCL_VERSION = 23203
 CONTAINER_TOOLKIT_STAGES = ("input", "permission", "initialization", "container", "detection", "device", "requirement",
                             "mount", "ldcache")
 
-# What the supervisors around vLLM print when they end a start themselves: (reason, needle, regex, source). Each ends
-# the wait
+# What the supervisors around vLLM print when they end a start themselves: (reason, whether it ends the wait, needle,
+# regex, source). A probe's failure alone ends nothing (the kubelet kills after failureThreshold of them); the others
+# end the wait
 # (the supervisor has given up on the process), and yields to any failure vLLM's own log explains.
 # - Kubernetes' kubelet: a liveness or startup probe that failed ("%s probe failed: %s", pkg/kubelet/prober) and the
 #   kill that follows ("Container %s failed %s probe, will be restarted", pkg/kubelet/kuberuntime): a server that was
@@ -210,14 +211,17 @@ CONTAINER_TOOLKIT_STAGES = ("input", "permission", "initialization", "container"
 # - systemd 252 (libsystemd-core's strings): "%s operation timed out. Terminating." for a start, and the result
 #   "Failed with result 'timeout'": the unit's start timeout ended it.
 SUPERVISORS = (
-    ("timeout", "probe failed", r"(?:Liveness|Startup|liveness|startup) probe failed", "Kubernetes kubelet (prober)"),
-    ("timeout", "probe, will be restarted", r"Container \S+ failed (?:liveness|startup) probe, will be restarted",
+    ("timeout", False, "probe failed", r"(?:Liveness|Startup|liveness|startup) probe failed",
+     "Kubernetes kubelet (prober)"),
+    ("timeout", True, "probe, will be restarted", r"Container \S+ failed (?:liveness|startup) probe, will be restarted",
      "Kubernetes kubelet (kuberuntime)"),
-    ("out_of_memory", "OOMKilled", r"\bOOMKilled\b", "Kubernetes container status (CRI)"),
-    ("gpu_unavailable", "Insufficient ", r"Insufficient (?:nvidia\.com|amd\.com|gpu\.intel\.com|habana\.ai|google\.com)/\w+",
+    ("out_of_memory", True, "OOMKilled", r"\bOOMKilled\b", "Kubernetes container status (CRI)"),
+    ("gpu_unavailable", True, "Insufficient ",
+     r"Insufficient (?:nvidia\.com|amd\.com|gpu\.intel\.com|habana\.ai|google\.com)/\w+",
      "Kubernetes scheduler (noderesources)"),
-    ("timeout", "operation timed out", r"Start operation timed out\. (?:Terminating|Aborting|Killing)", "systemd 252"),
-    ("timeout", "Failed with result 'timeout'", r"Failed with result 'timeout'", "systemd 252"),
+    ("timeout", True, "operation timed out", r"Start operation timed out\. (?:Terminating|Aborting|Killing)",
+     "systemd 252"),
+    ("timeout", True, "Failed with result 'timeout'", r"Failed with result 'timeout'", "systemd 252"),
 )
 
 # (ExecMainStatus, name)

@@ -161,9 +161,13 @@ def test_a_container_whose_command_never_ran(line, reason):
     assert replay([line], True)[0] == reason
 
 
-def test_a_readiness_probe_is_no_failure_but_a_liveness_probe_ends_the_start():
+def test_a_probe_failure_explains_but_only_the_kubelets_kill_ends_the_start():
     readiness = '  Warning  Unhealthy  5s  kubelet  Readiness probe failed: Get "http://10.0.0.5:8000/health"'
     liveness = '  Warning  Unhealthy  9s  kubelet  Liveness probe failed: Get "http://10.0.0.5:8000/health"'
-    assert replay([readiness], False)[0] == "timeout"        # still starting: the wait goes on to its own deadline
-    reason, ev, _watch = replay([readiness, liveness], False)
-    assert reason == "timeout" and ev is not None and "Liveness" in ev.line.raw
+    kill = "  Normal   Killing    9s  kubelet  Container vllm failed liveness probe, will be restarted"
+    watch = replay([readiness, liveness], False)[2]
+    assert watch.fatal is None                             # failureThreshold not reached: still starting
+    assert watch.explain("process_exited")[0] == "timeout"  # but if it died now, that is why
+    reason, ev, watch = replay([readiness, liveness, kill], False)
+    assert reason == "timeout" and "will be restarted" in watch.fatal.line.raw
+    assert "Liveness probe failed" in ev.line.raw          # the line that says why it was killed
