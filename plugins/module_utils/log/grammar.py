@@ -307,7 +307,7 @@ def exception_text(msg):
 # ... X: ...", "[address=..] TypeError: ..."): the last one is the innermost.
 _NESTED = re.compile(r"(?:(?<=[\s:('\"\[])|(?<=\\n))(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\([A-Z]\w*\))?: (?=\S)")
 # What a wrapper puts around the message it quotes ("Worker failed with error '...', please check ...").
-_QUOTED = re.compile(r"(?:with error|error was|caused by|[Ee]rror:) ['\"](?P<inner>.{12,}?)['\"](?:,|\.|$)")
+_WRAPPED_MESSAGE = re.compile(r"(?:with error|error was|caused by|[Ee]rror:) ['\"](?P<inner>.{12,}?)['\"](?:,|\.|$)")
 
 
 def nested(text):
@@ -317,7 +317,7 @@ def nested(text):
         last = m
     if last is not None:
         return text[last.start():].rstrip("'\" ")
-    m = _QUOTED.search(text)
+    m = _WRAPPED_MESSAGE.search(text)
     return m.group("inner") if m else None
 
 

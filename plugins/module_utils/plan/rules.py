@@ -88,14 +88,20 @@ def speculative_keys(release, flavor="gpu"):
     return frozenset(release_data(release, flavor)["speculative_keys"])
 
 
+def last_had(release, field, items, package="vllm"):
+    """{item: the last release of ``package`` before ``release`` whose data's ``field`` holds it}, for the ``items``
+    an earlier release taken in had: what a release dropped, and where it was last."""
+    out = {}
+    for (name, key), data in sorted(TAKEN_IN.items()):
+        if name == package and key < release:
+            for item in set(items) & set(data[field]):
+                out[item] = data["release"]
+    return out
+
+
 def dropped_keys(release, keys):
     """{key: the last release that accepted it} for each of ``keys`` an earlier release taken in accepted."""
-    out = {}
-    for (package, key), data in sorted(TAKEN_IN.items()):
-        if package == "vllm" and key < release:
-            for name in set(keys) & set(data["speculative_keys"]):
-                out[name] = data["release"]
-    return out
+    return last_had(release, "speculative_keys", keys)
 
 
 def draft_room(release, method, tokens, parallel_drafting=False):
@@ -204,15 +210,9 @@ def removed_flags(release, names, flavor="gpu"):
     if data is None:
         return {}
     have = set(data["flags"])
-    out = {}
-    for name in names:
-        flag = "--" + name.split(".", 1)[0]
-        if flag in have or flag.startswith("--no-") and "--" + flag[5:] in have:
-            continue
-        earlier = [d["release"] for (p, key), d in TAKEN_IN.items() if p == package and key < release and flag in d["flags"]]
-        if earlier:
-            out[name] = max(earlier, key=_key)
-    return out
+    flags = dict(("--" + name.split(".", 1)[0], name) for name in names)
+    missing = [flag for flag in flags if flag not in have and not (flag.startswith("--no-") and "--" + flag[5:] in have)]
+    return dict((flags[flag], last) for flag, last in last_had(release, "flags", missing, package).items())
 
 
 # The utilization vLLM resolves an unset gpu_memory_utilization to without the extensible KV cache (0.34.0's
@@ -242,7 +242,7 @@ def env_problems(release, env, flavor="gpu", prefix="vllm_server_"):
     data, out = release_data(release, flavor), []
     for name, (kept, why) in sorted(_REFUSED_ONCE_GONE.items()):
         if name in (env or {}) and name not in data["env"] and str(env[name]) != kept:
-            last = max((d["release"] for d in TAKEN_IN.values() if name in d["env"]), key=_key, default="none")
+            last = last_had(release, "env", [name]).get(name, "none")
             out.append("%senv.%s=%s: vLLM %s refuses to start with \"%s=%s is no longer supported: %s. Unset this "
                        "variable.\" (%s read it last). Remove it from %senv." % (
                            prefix, name, env[name], _show(release), name, env[name], why, last, prefix))
