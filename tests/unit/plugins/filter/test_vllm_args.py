@@ -69,7 +69,8 @@ def test_filters_are_registered():
 
 
 def test_the_argv_filter_hands_over_to_the_plan_and_names_the_variable():
-    assert vllm_serve_argv({"model": "m", "args": {"enforce-eager": True}}) == ["serve", "m", "--enforce-eager"]
+    assert vllm_serve_argv({"model": "m", "flavor": "cpu", "args": {"enforce-eager": True}}) == [
+        "serve", "m", "--enforce-eager"]
     with pytest.raises(AnsibleFilterError, match="vllm_serve_argv: vllm_server_model .* must be set"):
         vllm_serve_argv({"model": ""})
     with pytest.raises(AnsibleFilterError, match="expects a mapping"):

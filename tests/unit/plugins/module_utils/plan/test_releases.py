@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.llmops.vllm.plugins.module_utils.plan import releases, rules
+from ansible_collections.llmops.vllm.plugins.module_utils.plan import releases, rules, serve
 
 REPO = Path(__file__).resolve().parents[5]
 AUTH = REPO / "roles" / "vllm_server" / "files" / "llmops_vllm_auth.py"
@@ -46,9 +46,7 @@ def test_each_release_says_what_the_checks_read(data):
     assert data["budget_rule"] in ("per_sequence", "slots", "lookahead")
     assert {"method", "model", "num_speculative_tokens"} <= set(data["speculative_keys"])
     # what the server role renders on every release: the flags must exist there
-    assert {"--speculative-config", "--middleware", "--shutdown-timeout", "--port", "--host", "--api-key",
-            "--max-num-batched-tokens", "--max-num-seqs", "--tensor-parallel-size", "--served-model-name"} <= set(
-                data["flags"])
+    assert set(serve.RENDERED_FLAGS) | {"--api-key"} <= set(data["flags"])
     # and the user's own command (inventories/example)
     assert {"--max-model-len", "--reasoning-parser", "--tool-call-parser", "--language-model-only",
             "--trust-remote-code", "--enable-prefix-caching"} <= set(data["flags"])
@@ -90,7 +88,11 @@ def test_0_34_0_as_its_wheel_has_it():
     assert {("POST", "/checkpoint/prepare"), ("POST", "/checkpoint/restore"), ("GET", "/checkpoint/status")} <= set(
         data["routes"])
     assert data["defaults"]["gpu_memory_utilization"] == "None"
-    assert rules.release_data((0, 33, 0))["defaults"]["gpu_memory_utilization"] == "0.92"
+
+
+def test_the_share_the_collection_renders_is_vllms_own_default_wherever_one_was_set():
+    defaults = set(data["defaults"]["gpu_memory_utilization"] for data in releases.ALL)
+    assert defaults == {str(rules.EXPLICIT_UTILIZATION), "None"}
 
 
 def test_a_cpu_release_reads_its_own_data_and_else_vllms_of_its_number():

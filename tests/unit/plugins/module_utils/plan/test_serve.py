@@ -40,6 +40,8 @@ def test_the_users_command_item_for_item():
         "--tensor-parallel-size", "2", "--max-num-batched-tokens", "32768",
         "--max-model-len", "32768", "--reasoning-parser", "qwen3", "--tool-call-parser", "qwen3_coder",
         "--language-model-only", "--trust-remote-code",
+        # not in the user's command: vLLM's default up to 0.33, explicit so that 0.34 does not take the whole GPU
+        "--gpu-memory-utilization", "0.92",
         "--speculative-config", '{"method":"dflash","model":"/opt/vllm/drafter","num_speculative_tokens":15}',
     ]
 
@@ -74,13 +76,14 @@ def test_args_take_any_spelling_of_the_cli_name(key):
     ({"level": 3}, ["--enforce-eager", '{"level":3}']),
 ])
 def test_args_values_render_as_vllm_parses_them(value, words):
-    out = argv({"model": "m", "args": {"enforce-eager": value}})
+    out = argv({"model": "m", "flavor": "cpu", "args": {"enforce-eager": value}})
     assert out == ["serve", "m", *words]
 
 
 def test_args_keep_their_order_and_come_before_the_speculative_config_and_extra_args():
     out = argv(dict(QWEN, args={"zeta": 1, "omega": 2}, extra_args=["--seed", "0"]))
-    assert out[out.index("--zeta"):] == ["--zeta", "1", "--omega", "2", "--speculative-config", out[-3], "--seed", "0"]
+    assert out[out.index("--zeta"):] == [
+        "--zeta", "1", "--omega", "2", "--gpu-memory-utilization", "0.92", "--speculative-config", out[-3], "--seed", "0"]
     assert json.loads(out[-3])["method"] == "dflash"
 
 
@@ -93,12 +96,13 @@ def test_speculative_keys_come_in_fixed_order_then_extras_in_theirs():
 
 
 def test_unset_values_are_left_to_vllm_and_an_empty_method_drops_the_speculative_config():
-    assert argv({"model": "m", "host": "", "port": None, "max_num_seqs": None, "speculative_method": "",
-                 "speculative_model": "d"}) == ["serve", "m"]
+    assert argv({"model": "m", "flavor": "cpu", "host": "", "port": None, "max_num_seqs": None,
+                 "speculative_method": "", "speculative_model": "d"}) == ["serve", "m"]
 
 
 def test_served_model_name_may_list_several_names():
-    assert argv({"model": "m", "served_model_name": ["a", "b"]}) == ["serve", "m", "--served-model-name", "a", "b"]
+    assert argv({"model": "m", "flavor": "cpu", "served_model_name": ["a", "b"]}) == [
+        "serve", "m", "--served-model-name", "a", "b"]
 
 
 @pytest.mark.parametrize("changes, named", [
@@ -311,18 +315,24 @@ def test_the_memory_check_reads_the_models_and_gpus_and_names_the_variables():
     assert found["memory"]["weight_bytes_per_gpu"] == (54 + 3) * 10 ** 9 // 2
 
 
-@pytest.mark.parametrize("version, args, utilization, warned", [
-    ("0.20.2", {}, 0.92, False),                  # the wheel's default up to 0.33 (not 0.9)
-    ("0.34.0", {}, 1.0, True),                    # 0.34's extensible KV cache takes the whole GPU
-    ("0.34.0", {"gpu-memory-utilization": 0.85}, 0.85, False),
-    ("0.34.0", {"no-enable-extensible-kv-cache": True}, 0.92, False),
+@pytest.mark.parametrize("version, args, utilization", [
+    ("0.20.2", {}, 0.92),                         # the wheel's default up to 0.33 (not 0.9), rendered
+    ("0.34.0", {}, 0.92),                         # not 0.34's 1.0 of an unset share under its extensible KV cache
+    ("0.34.0", {"gpu-memory-utilization": 0.85}, 0.85),
+    ("0.34.0", {"device-memory-utilization": 0.8}, 0.8),   # 0.31's alias
 ])
-def test_the_memory_check_uses_the_releases_own_default_utilization(version, args, utilization, warned):
+def test_the_gpu_memory_share_is_always_explicit_and_the_memory_check_counts_it(version, args, utilization):
     args = dict(QWEN["args"], **{"enable-prefix-caching": False}, **args)
     reads = dict(TWO_GPUS, models={"target": QWEN36_READ, "drafter": DRAFTER_READ}, gpu_memory=H200S)
     found = plan(settings(version=version, args=args), reads)
     assert found["memory"]["budget_bytes"] == int(143771 * 1024 * 1024 * utilization) - (54 + 3) * 10 ** 9 // 2
-    assert any("extensible KV cache" in w for w in found["warnings"]) is warned
+    words = found["argv"]
+    shares = [words[i + 1] for i, word in enumerate(words) if word in ("--gpu-memory-utilization", "--device-memory-utilization")]
+    assert shares == [str(utilization)], words
+
+
+def test_the_cpu_engine_gets_no_gpu_memory_share():
+    assert "--gpu-memory-utilization" not in plan(settings(flavor="cpu", version="0.32.0"), {})["argv"]
 
 
 def test_a_flag_the_release_removed_is_refused_before_the_install():
