@@ -82,8 +82,9 @@ if [[ ! -x "$PROMTOOL" ]]; then
 fi
 
 # Drop what older versions of these files left in the cache.
-for old in "$CACHE"/venv-tools-* "$CACHE"/models-* "$CACHE"/prometheus-*; do
-  [[ "$old" == "$TOOLS_VENV" || "$old" == "$MODELS" || "$old" == "${PROMTOOL%/usr/bin/promtool}" ]] || rm -rf "$old"
+for old in "$CACHE"/venv-tools-* "$CACHE"/models-* "$CACHE"/prometheus-* "$CACHE"/wheelhouse/*; do
+  [[ "$old" == "$TOOLS_VENV" || "$old" == "$MODELS" || "$old" == "${PROMTOOL%/usr/bin/promtool}" || "$old" == "$WHEELHOUSE" ]] \
+    || rm -rf "$old"
 done
 docker images --format '{{.Repository}}:{{.Tag}}' "${BASE_IMAGE%%:*}" | grep -vxF "$BASE_IMAGE" \
   | xargs -r docker rmi >/dev/null 2>&1 || true

