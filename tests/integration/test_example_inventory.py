@@ -60,9 +60,10 @@ def test_argv_is_the_hand_written_command(rendered: Path):
     assert drafter == "/opt/vllm/drafter"
     hand_written = [word.replace("DRAFTER", drafter) for word in HAND_WRITTEN]
     # Named flags first, then vllm_server_args in the inventory's order: the same flags and values, item for item
-    # within each flag, with --max-num-batched-tokens ahead of --max-model-len, and two flags more: in-flight
-    # requests finish (for up to 120 s) when the server is stopped, instead of being aborted, and no prefix caching
-    # (a known crash of hybrid targets with 15 draft tokens, docs/runtime-hazards.md).
+    # within each flag, with --max-num-batched-tokens ahead of --max-model-len, and three flags more: in-flight
+    # requests finish (for up to 120 s) when the server is stopped, instead of being aborted, no prefix caching
+    # (a known crash of hybrid targets with 15 draft tokens, docs/runtime-hazards.md), and the GPU memory share the
+    # command always carries (vLLM's default up to 0.33; 0.34 would otherwise take the whole GPU).
     assert data["argv"] == [
         "serve", f"{MODELS}/Qwen3.6-27B",
         "--host", "127.0.0.1",
@@ -76,12 +77,14 @@ def test_argv_is_the_hand_written_command(rendered: Path):
         "--language-model-only",
         "--trust-remote-code",
         "--no-enable-prefix-caching",
+        "--gpu-memory-utilization", "0.92",
         "--speculative-config",
         '{"method":"dflash","model":"%s","num_speculative_tokens":15}' % drafter,
     ]
     assert sorted(map(tuple, argv_lines(data["argv"]))) == sorted([*map(tuple, argv_lines(hand_written)),
                                                                    ("--shutdown-timeout", "120"),
-                                                                   ("--no-enable-prefix-caching",)])
+                                                                   ("--no-enable-prefix-caching",),
+                                                                   ("--gpu-memory-utilization", "0.92")])
     assert json.loads(data["argv"][-1]) == {"method": "dflash", "model": drafter, "num_speculative_tokens": 15}
 
 
