@@ -22,6 +22,8 @@ module decides the ranks and their words, and says, naming the hosts and the var
 
 from __future__ import annotations
 
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.serve import count_setting
+
 PREFIX = "vllm_server_"
 BACKENDS = ("mp",)
 # What every rank must have alike, by the variable that sets it.
@@ -40,16 +42,6 @@ AGREE = (
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def _count(value, default=None):
-    if isinstance(value, bool):
-        return default
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return default
-
-
 def _ranks(name, members):
     """{host: rank}: the ranks given (vllm_server_group_rank), or inventory order when none is; problems otherwise."""
     given = [(m["host"], m.get("rank")) for m in members if m.get("rank") not in (None, "")]
@@ -59,7 +51,7 @@ def _ranks(name, members):
         missing = [m["host"] for m in members if m.get("rank") in (None, "")]
         return {}, ["%sgroup_rank is set on some hosts of group %r but not on %s: give every host its rank, or none (the "
                     "inventory's order)." % (PREFIX, name, ", ".join(missing))]
-    ranks = dict((host, _count(rank, -1)) for host, rank in given)
+    ranks = dict((host, -1 if count_setting(rank) is None else count_setting(rank)) for host, rank in given)
     if sorted(ranks.values()) != list(range(len(members))):
         return {}, ["%sgroup_rank of group %r must number its %d hosts 0 to %d, each once; got %s." % (
             PREFIX, name, len(members), len(members) - 1,
@@ -99,8 +91,8 @@ def _address_problems(name, members):
 
 
 def _size_problems(name, head, nnodes):
-    tp = _count(head.get("tensor_parallel_size"), 1) or 1
-    pp = _count(head.get("pipeline_parallel_size"), 1) or 1
+    tp = count_setting(head.get("tensor_parallel_size")) or 1
+    pp = count_setting(head.get("pipeline_parallel_size")) or 1
     world = tp * pp
     if world % nnodes:
         return ["Group %r spreads tensor parallel %d x pipeline parallel %d = %d ranks over %d hosts: vLLM needs the same "
@@ -153,11 +145,11 @@ def layout(name, members):
     if backend not in BACKENDS:
         problems.append("%sgroup_backend of group %r is %r; the collection runs %s." % (
             PREFIX, name, backend, " or ".join(BACKENDS)))
-    port = _count(members[0].get("master_port"), 0)
+    port = count_setting(members[0].get("master_port")) or 0
     if not 1 <= port <= 65535:
         problems.append("%sgroup_master_port of group %r must be a port number, got %r." % (
             PREFIX, name, members[0].get("master_port")))
-    elif any(_count(m.get("port")) == port for m in members):
+    elif any(count_setting(m.get("port")) == port for m in members):
         problems.append("%sgroup_master_port of group %r is %d, the API's own port (%sport)." % (
             PREFIX, name, port, PREFIX))
     problems += _address_problems(name, members)

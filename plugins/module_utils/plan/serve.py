@@ -75,7 +75,7 @@ def _unset(value):
     return value is None or value == ""
 
 
-def _count(value):
+def count_setting(value):
     """An integer setting as Ansible may hand it over (YAML int, or a string of digits from a template); else None."""
     if isinstance(value, bool):
         return None
@@ -151,7 +151,7 @@ def speculative_config(settings):
     if not _unset(settings.get("speculative_model")):
         config["model"] = settings["speculative_model"]
     if not _unset(settings.get("num_speculative_tokens")):
-        config["num_speculative_tokens"] = _count(settings["num_speculative_tokens"])
+        config["num_speculative_tokens"] = count_setting(settings["num_speculative_tokens"])
     for key, value in (settings.get("speculative_extra") or {}).items():
         config.setdefault(key, value)
     return config
@@ -185,17 +185,17 @@ def argv_problems(settings):
         value = settings.get(name)
         if _unset(value):
             continue
-        if _count(value) is None or _count(value) < 1:
+        if count_setting(value) is None or count_setting(value) < 1:
             out.append("%s%s must be a positive integer, or null to keep vLLM's default; got %r." % (PREFIX, name, value))
     drain = settings.get("shutdown_timeout")
-    if not _unset(drain) and (_count(drain) is None or _count(drain) < 0):
+    if not _unset(drain) and (count_setting(drain) is None or count_setting(drain) < 0):
         out.append("%sshutdown_timeout must be the seconds vLLM may take to finish the requests in flight when it stops "
                    "(0 aborts them), got %r." % (PREFIX, drain))
     port = settings.get("port")
-    if not _unset(port) and not 1 <= (_count(port) or 0) <= 65535:
+    if not _unset(port) and not 1 <= (count_setting(port) or 0) <= 65535:
         out.append("%sport must be between 1 and 65535, got %r." % (PREFIX, port))
     tokens = settings.get("num_speculative_tokens")
-    if not _unset(tokens) and _count(tokens) is None:
+    if not _unset(tokens) and count_setting(tokens) is None:
         out.append("%snum_speculative_tokens must be an integer, got %r." % (PREFIX, tokens))
     extra = settings.get("speculative_extra")
     if extra is not None and not isinstance(extra, dict):
@@ -269,7 +269,7 @@ def _words(settings):
     words = ["serve", _word(settings["model"])]
     for name, flag in NAMED_FLAGS:
         value = settings.get(name)
-        if _unset(value) or (name in _ZERO_IS_UNSET and _count(value) == 0):
+        if _unset(value) or (name in _ZERO_IS_UNSET and count_setting(value) == 0):
             continue
         words += [flag] + [_word(item) for item in (value if isinstance(value, list) else [value])]
     for key, value in settings.get("args", {}).items():
@@ -387,7 +387,7 @@ def bench_problems(settings, text):
         return []
     problems = []
     for name in ("bench_repeats", "bench_dataset_output_len"):
-        value = _count(settings.get(name))
+        value = count_setting(settings.get(name))
         if value is None or value < (1 if name == "bench_repeats" else 0):
             problems.append("%s%s must be a whole number of at least %d, got %r." % (
                 PREFIX, name, 1 if name == "bench_repeats" else 0, settings.get(name)))
@@ -466,15 +466,15 @@ def plan(settings, reads=None):
             early_warnings += warned + fit["warnings"]
             memory_figures = fit["figures"]
         if settings.get("flavor", "gpu") == "gpu":
-            problems += _gpu_problems(reads, _count(settings.get("tensor_parallel_size")) or 1)
+            problems += _gpu_problems(reads, count_setting(settings.get("tensor_parallel_size")) or 1)
         else:
-            problems += _cpu_problems(reads.get("numa_nodes"), _count(settings.get("tensor_parallel_size")) or 1,
+            problems += _cpu_problems(reads.get("numa_nodes"), count_setting(settings.get("tensor_parallel_size")) or 1,
                                       _env(settings))
     if reads.get("model_config_exists") is False:
         problems.append("%smodel '%s' has no config.json on this host, so vLLM would fail with \"Invalid repository ID "
                         "or local directory specified\". Put the model there (or let the vllm_drafter role copy it with "
                         "vllm_drafter_target_model_src), or fix %smodel." % (PREFIX, settings.get("model"), PREFIX))
-    problems += _port_problems(reads.get("port_owner"), _count(settings.get("port")), settings.get("service_name", "vllm"))
+    problems += _port_problems(reads.get("port_owner"), count_setting(settings.get("port")), settings.get("service_name", "vllm"))
     problems += bench_problems(settings, reads.get("bench_dataset_text"))
     baseline, baseline_problems = gate_baseline(settings, reads.get("measured_baseline"))
     problems += baseline_problems
@@ -537,13 +537,13 @@ def memory_fit(settings, models, gpu_memory):
     flavor = settings.get("flavor", "gpu")
     drafter = _model_read(models, "drafter") if not _unset(settings.get("speculative_method")) else None
     lm = memory.language_config(target["config"])
-    max_len = _count(_arg(settings, "max-model-len")) or _count(lm.get("max_position_embeddings")) or 0
+    max_len = count_setting(_arg(settings, "max-model-len")) or count_setting(lm.get("max_position_embeddings")) or 0
     kv, kv_name = None, None
     space = _env(settings).get("VLLM_CPU_KVCACHE_SPACE")
-    if flavor == "cpu" and _count(space) is not None and "VLLM_CPU_KVCACHE_SPACE" not in _unset_env(settings):
-        kv, kv_name = _count(space) * memory.GIB, PREFIX + "env.VLLM_CPU_KVCACHE_SPACE"
-    elif _count(_arg(settings, "kv-cache-memory-bytes")) is not None:
-        kv, kv_name = _count(_arg(settings, "kv-cache-memory-bytes")), PREFIX + "args.kv-cache-memory-bytes"
+    if flavor == "cpu" and count_setting(space) is not None and "VLLM_CPU_KVCACHE_SPACE" not in _unset_env(settings):
+        kv, kv_name = count_setting(space) * memory.GIB, PREFIX + "env.VLLM_CPU_KVCACHE_SPACE"
+    elif count_setting(_arg(settings, "kv-cache-memory-bytes")) is not None:
+        kv, kv_name = count_setting(_arg(settings, "kv-cache-memory-bytes")), PREFIX + "args.kv-cache-memory-bytes"
     # Never unset on a GPU: argv() renders rules.EXPLICIT_UTILIZATION where the settings give none, so 0.34's
     # extensible KV cache (1.0 when unset) never takes a whole GPU a second process was counting on.
     given = _arg(settings, "gpu-memory-utilization", _arg(settings, "device-memory-utilization"))
@@ -558,7 +558,7 @@ def memory_fit(settings, models, gpu_memory):
     if not max_len:
         return {"problems": [], "warnings": [], "figures": None}
     fit = memory.fit(memory.Inputs(
-        flavor, _count(settings.get("tensor_parallel_size")) or 1, max_len, utilization, kv, target["config"],
+        flavor, count_setting(settings.get("tensor_parallel_size")) or 1, max_len, utilization, kv, target["config"],
         target.get("weight_bytes"), drafter and drafter["config"], drafter and drafter.get("weight_bytes"),
         _arg(settings, "dtype", "auto"), _arg(settings, "kv-cache-dtype", "auto"), memory.gpu_memory(gpu_memory), names))
     return fit
