@@ -42,12 +42,13 @@ def vllm_stage_restarts(status: Any, inputs: Any, check_mode: bool = False) -> b
     return rollout.stage_restarts(_dict(status), _dict(inputs), rollout.flag(check_mode))
 
 
-def vllm_rollout_batches(hosts: list[str], hostvars: Mapping[str, Any]) -> dict[str, list[str]]:
-    restarts = {}
+def vllm_rollout_batches(hosts: list[str], hostvars: Mapping[str, Any], serial: Any = 1) -> dict[str, Any]:
+    restarts, groups = {}, {}
     for host in hosts:
         value = hostvars[host].get("vllm_server_roll_restarts") if host in hostvars else None
         restarts[host] = None if value is None else rollout.flag(value)
-    return rollout.batches(list(hosts), restarts)
+        groups[host] = str(hostvars[host].get("vllm_server_serving_group") or "") if host in hostvars else ""
+    return rollout.batches(list(hosts), restarts, groups, serial)
 
 
 def vllm_server_result(outcome: Any, decision: Any, facts: Any, failure: Any = None) -> dict[str, Any]:

@@ -118,6 +118,14 @@ options:
       - The TCP port whose listener must belong to the watched process tree. Defaults to the port of O(health_url)
         when its host is this machine; otherwise ownership is not checked.
     type: int
+  headless:
+    description:
+      - The watched process is a headless rank of a serving group (C(vllm serve --headless)), which serves no API.
+        O(health_url) is the group's head's, on another host; the rank is ready once the head answers (and lists
+        O(expect_model)) while the rank's own process lives and its log shows no failure. The listener's owner is not
+        checked.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - llmops.vllm.attributes.read_only
 notes:
@@ -274,6 +282,7 @@ def main():
             fail_patterns=dict(type="list", elements="raw"),
             log_tail_lines=dict(type="int", default=40),
             port=dict(type="int"),
+            headless=dict(type="bool", default=False),
         ),
         mutually_exclusive=[("unit", "pid")],
         supports_check_mode=True,

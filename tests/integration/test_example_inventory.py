@@ -246,3 +246,41 @@ def test_a_host_layer_changes_one_flag_of_one_host(rendered: Path, readme_render
     layered = json.loads((readme_rendered / "gpu-node-2.json").read_text())["argv"]
     at = argv.index("--max-model-len") + 1
     assert layered == argv[:at] + ["16384"] + argv[at + 1:]
+
+
+@pytest.fixture(scope="module")
+def group_rendered(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """docs/serving-groups.md's inventory as a user copies it: two single hosts and a group of two."""
+    page = (repo_root / "docs" / "serving-groups.md").read_text()
+    block = re.search(r"```yaml\n(all:.*?)```", page, re.S).group(1)
+    inventory = tmp_path_factory.mktemp("group-inventory")
+    (inventory / "hosts.yml").write_text(block)
+    out = tmp_path_factory.mktemp("group-rendered")
+    run = run_playbook(
+        repo_root / "tests" / "integration" / "playbooks" / "render_server.yml",
+        inventory=inventory,
+        extra_vars={"ansible_connection": "local", "render_dir": str(out), "vault_vllm_api_key": "k" * 32,
+                    "unit_template": str(repo_root / "roles" / "vllm_server" / "templates" / "vllm.service.j2")},
+        timeout=300,
+    )
+    assert run.rc == 0, run.report()
+    return out
+
+
+def test_a_serving_groups_ranks_get_their_words_and_its_head_is_watched_by_the_others(group_rendered: Path):
+    single, head, rank = (json.loads((group_rendered / (host + ".json")).read_text())["argv"]
+                          for host in ("gpu-node-1", "gpu-small-1", "gpu-small-2"))
+    words = ["--nnodes", "2", "--master-addr", "10.0.1.21", "--master-port", "29501",
+             "--distributed-executor-backend", "mp"]
+    assert not {word for word in words if word.startswith("--")} & set(single)
+    assert head[:len(head) - 10] == rank[:len(rank) - 11]   # the shared command, then the rank's words
+    assert head[-10:] == words[:2] + ["--node-rank", "0"] + words[2:]
+    assert rank[-11:] == words[:2] + ["--node-rank", "1"] + words[2:] + ["--headless"]
+    unit = (group_rendered / "gpu-small-2.service").read_text()
+    assert "Environment=VLLM_HOST_IP=10.0.1.22" in unit and "Environment=NCCL_SOCKET_IFNAME=eth1" in unit
+    # The headless rank's watchdog probes the group through the head's API, and its "starting" is bounded.
+    watchdog = exec_start_words((group_rendered / "gpu-small-2-vllm-watchdog.service").read_text())
+    assert watchdog[watchdog.index("--url") + 1] == "http://gpu-small-1:8000" and "--started-after" in watchdog
+    head_watchdog = exec_start_words((group_rendered / "gpu-small-1-vllm-watchdog.service").read_text())
+    assert head_watchdog[head_watchdog.index("--url") + 1] == "http://127.0.0.1:8000"
+    assert "--started-after" not in head_watchdog

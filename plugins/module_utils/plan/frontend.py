@@ -43,8 +43,12 @@ def servers(group, fresh, current_text, backend):
     A host in neither (never reached, never listed) is left out: there is nothing to point at. Without a group,
     the fresh entries as they are.
     """
+    # A serving group's other ranks serve no API: its head is the group's one member (module_utils/plan/group).
+    headless = set(entry["name"] for entry in fresh if entry.get("headless"))
+    fresh = [entry for entry in fresh if not entry.get("headless")]
     if not group:
         return [dict(entry) for entry in fresh]
+    group = [name for name in group if name not in headless]
     by_name = {entry["name"]: dict(entry) for entry in fresh}
     kept = configured(current_text, backend)
     return [by_name.get(name) or kept[name] for name in group if name in by_name or name in kept]

@@ -22,6 +22,9 @@ module decides the ranks and their words, and says, naming the hosts and the var
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from ansible_collections.llmops.vllm.plugins.module_utils.plan.serve import count_setting
 
 PREFIX = "vllm_server_"
@@ -36,24 +39,26 @@ AGREE = (
     ("command", "the serve command (shared_words: every setting but the rank and where the API binds)"),
     ("tensor_parallel_size", PREFIX + "tensor_parallel_size"),
     ("pipeline_parallel_size", PREFIX + "args.pipeline-parallel-size"),
-    ("backend", PREFIX + "group_backend"),
-    ("master_port", PREFIX + "group_master_port"),
+    ("backend", PREFIX + "serving_group_backend"),
+    ("master_port", PREFIX + "serving_group_master_port"),
+    # The other ranks' watchdogs probe the group through the head's API, with their own key.
+    ("key_id", PREFIX + "api_key"),
 )
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _ranks(name, members):
-    """{host: rank}: the ranks given (vllm_server_group_rank), or inventory order when none is; problems otherwise."""
+    """{host: rank}: the ranks given (vllm_server_serving_group_rank), or inventory order when none is; problems otherwise."""
     given = [(m["host"], m.get("rank")) for m in members if m.get("rank") not in (None, "")]
     if not given:
         return dict((m["host"], index) for index, m in enumerate(members)), []
     if len(given) != len(members):
         missing = [m["host"] for m in members if m.get("rank") in (None, "")]
-        return {}, ["%sgroup_rank is set on some hosts of group %r but not on %s: give every host its rank, or none (the "
+        return {}, ["%sserving_serving_group_rank is set on some hosts of group %r but not on %s: give every host its rank, or none (the "
                     "inventory's order)." % (PREFIX, name, ", ".join(missing))]
     ranks = dict((host, -1 if count_setting(rank) is None else count_setting(rank)) for host, rank in given)
     if sorted(ranks.values()) != list(range(len(members))):
-        return {}, ["%sgroup_rank of group %r must number its %d hosts 0 to %d, each once; got %s." % (
+        return {}, ["%sserving_group_rank of group %r must number its %d hosts 0 to %d, each once; got %s." % (
             PREFIX, name, len(members), len(members) - 1,
             ", ".join("%s=%s" % (host, rank) for host, rank in given))]
     return ranks, []
@@ -83,6 +88,15 @@ def _address_problems(name, members):
             out.append("%s and %s of group %r both name %s as %sinternal_address." % (
                 seen[address], m["host"], name, address, PREFIX))
         seen.setdefault(address, m["host"])
+        found = m.get("interface_addresses")
+        if found is False:
+            out.append("%sinternal_interface of %s is %r, which that host does not have (ip addr show dev %s): gloo "
+                       "and NCCL would fail to bind, and group %r would not form." % (
+                           PREFIX, m["host"], m.get("interface"), m.get("interface"), name))
+        elif found is not None and address and address not in found:
+            out.append("%sinternal_address of %s is %s, which is not an address of its interface %s (%s): the other "
+                       "ranks of group %r would look for it where it does not listen." % (
+                           PREFIX, m["host"], address, m.get("interface"), ", ".join(found) or "no address", name))
         if str(m.get("interface") or "") in ("", "lo"):
             out.append("%sinternal_interface of %s is %r: gloo and NCCL would listen on loopback, where no other rank "
                        "of group %r reaches them; name the interface of %sinternal_address." % (
@@ -97,18 +111,8 @@ def _size_problems(name, head, nnodes):
     if world % nnodes:
         return ["Group %r spreads tensor parallel %d x pipeline parallel %d = %d ranks over %d hosts: vLLM needs the same "
                 "number on each; set %stensor_parallel_size (or %sargs.pipeline-parallel-size) to a multiple of %d." % (
-                    name, tp, pp, world, nnodes, PREFIX, PREFIX, nnodes)], world
-    return [], world
-
-
-def _device_problems(name, members, per_host):
-    out = []
-    for m in members:
-        devices = m.get("devices")
-        if devices is not None and devices < per_host:
-            out.append("Group %r puts %d rank(s) on each host, but %s has %d device(s) for them." % (
-                name, per_host, m["host"], devices))
-    return out
+                    name, tp, pp, world, nnodes, PREFIX, PREFIX, nnodes)]
+    return []
 
 
 def shared_words(argv):
@@ -129,34 +133,32 @@ def layout(name, members):
     """The ranks of group ``name`` and what each adds to its ``vllm serve`` command, or why the group cannot form.
 
     members: one mapping per host, in inventory order: host, rank (None for the inventory's order), address and
-    interface (the server role's internal ones), port (the API's), backend, master_port, devices (how many GPUs or
-    NUMA nodes the preflight read; None when not read), and each AGREE field. Returns {"head": host, "ranks": {host:
+    interface (the server role's internal ones), port (the API's), backend, master_port,
+    each AGREE field, and where read: interface_addresses (the addresses on the host's internal interface; None when
+    not read, False when it has no such interface) and api_host (where the head's API binds). Returns {"head": host, "ranks": {host:
     {"rank", "head", "words"}}, "problems": [...]}.
     """
     members = list(members or [])
     if len(members) < 2:
         hosts = ", ".join(m["host"] for m in members) or "no host"
         return {"head": None, "ranks": {}, "problems": [
-            "%sgroup %r has %s: a group serves one model over several hosts; unset %sgroup to serve from one host." % (
+            "%sserving_group %r has %s: a group serves one model over several hosts; unset %sserving_group to serve from one host." % (
                 PREFIX, name, hosts, PREFIX)]}
     ranks, problems = _ranks(name, members)
     problems += _disagreements(name, members)
     backend = members[0].get("backend")
     if backend not in BACKENDS:
-        problems.append("%sgroup_backend of group %r is %r; the collection runs %s." % (
+        problems.append("%sserving_group_backend of group %r is %r; the collection runs %s." % (
             PREFIX, name, backend, " or ".join(BACKENDS)))
     port = count_setting(members[0].get("master_port")) or 0
     if not 1 <= port <= 65535:
-        problems.append("%sgroup_master_port of group %r must be a port number, got %r." % (
+        problems.append("%sserving_group_master_port of group %r must be a port number, got %r." % (
             PREFIX, name, members[0].get("master_port")))
     elif any(count_setting(m.get("port")) == port for m in members):
-        problems.append("%sgroup_master_port of group %r is %d, the API's own port (%sport)." % (
+        problems.append("%sserving_group_master_port of group %r is %d, the API's own port (%sport)." % (
             PREFIX, name, port, PREFIX))
     problems += _address_problems(name, members)
-    sizes, world = _size_problems(name, members[0], len(members))
-    problems += sizes
-    if not sizes:
-        problems += _device_problems(name, members, world // len(members))
+    problems += _size_problems(name, members[0], len(members))
     if not ranks:
         return {"head": None, "ranks": {}, "problems": problems}
     head = next(m for m in members if ranks[m["host"]] == 0)
@@ -167,3 +169,75 @@ def layout(name, members):
                  "--master-port", str(port), "--distributed-executor-backend", "mp"]
         out[m["host"]] = {"rank": rank, "head": rank == 0, "words": words + (["--headless"] if rank else [])}
     return {"head": head["host"], "ranks": out, "problems": problems}
+
+
+def fingerprint(read):
+    """What a host's read of a model (vllm_model_info) says of its files, alike on two hosts holding the same files:
+    the parsed config.json and every file's relative path and size (not mtime: each host copied them at its own
+    time). None when the read failed or was not made."""
+    if not isinstance(read, dict) or read.get("failed") or read.get("skipped") or "manifest" not in read:
+        return None
+    sizes = [[entry[0], entry[1]] for entry in read.get("manifest") or [] if len(entry) >= 2]
+    text = json.dumps({"config": read.get("config"), "files": sizes}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _head_url(head):
+    """Where the other ranks reach the head's API (their wait and watchdog probe it): its address for a front door."""
+    return "http://%s:%s" % (head.get("api_address"), head.get("port"))
+
+
+def plan_for(host, name, hosts, members):
+    """What ``host`` serves as a rank of group ``name``: {"name", "rank", "head", "headless", "head_host",
+    "head_url", "hosts", "words", "problems"}. hosts: the inventory's hosts of the group in order; members: {host:
+    its published member record} for those whose preflight ran (a host missing from it was not checked)."""
+    missing = [h for h in hosts if h not in members]
+    if missing:
+        return {"name": name, "rank": None, "head": False, "headless": False, "head_host": None, "head_url": "",
+                "hosts": list(hosts), "words": [], "problems": [
+                    "Group %r cannot be checked: %s did not answer or was left out of this run (--limit), and every "
+                    "rank must be checked against the others before any of them changes." % (name, ", ".join(missing))]}
+    found = layout(name, [members[h] for h in hosts])
+    problems = list(found["problems"])
+    head = found["head"]
+    if head is not None and str(members[head].get("api_host") or "") in _LOOPBACK + ("",):
+        problems.append("%shost of %s, the head of group %r, is %r: the other ranks watch the group through the head's "
+                        "API, so it must listen beyond loopback (0.0.0.0 or its address, with %sapi_key)." % (
+                            PREFIX, head, name, members[head].get("api_host") or "", PREFIX))
+    mine = found["ranks"].get(host, {})
+    return {"name": name, "rank": mine.get("rank"), "head": bool(mine.get("head")), "headless": bool(mine) and not mine.get("head"),
+            "head_host": head, "head_url": _head_url(members[head]) if head else "", "hosts": list(hosts),
+            "words": list(mine.get("words") or []), "problems": problems}
+
+
+def rank_of(host, hosts, given):
+    """``host``'s rank in a group of ``hosts`` (inventory order) from the inventory alone, given: {host: its
+    vllm_server_serving_group_rank or None}. None when the ranks given are wrong (layout() names why)."""
+    ranks, problems = _ranks("", [{"host": h, "rank": given.get(h)} for h in hosts])
+    return None if problems else ranks.get(host)
+
+
+def start_together(decision, others):
+    """This rank's start decision (module_utils/plan/rollout.plan) made the group's: a group's ranks meet once, when
+    they start, so one rank starting again starts them all. others: {host: that rank's decision} of the group's
+    other hosts (None where a host made none)."""
+    decision = dict(decision or {})
+    starting = sorted(host for host, other in others.items() if other and other.get("restart"))
+    if not starting or decision.get("restart"):
+        return decision
+    return dict(decision, restart=True, checks=True, check=bool(decision.get("check")),
+                reasons=list(decision.get("reasons") or []) + ["the group's %s start%s again" % (
+                    ", ".join(starting), "s" if len(starting) == 1 else "")])
+
+
+def failures(waits):
+    """Why the group cannot serve, from the other ranks' waits: {host: vllm_wait's result, or None where that rank did
+    not wait}. One sentence per rank that did not come up, with the reason its own log gave."""
+    out = []
+    for host in sorted(waits):
+        wait = waits[host] or {}
+        if wait and wait.get("status") not in (None, "ready"):
+            detail = wait.get("detail") or wait.get("msg") or ""
+            out.append("Rank %s of the group did not come up (%s%s)." % (
+                host, wait.get("reason") or wait.get("status"), (": " + str(detail)[:300]) if detail else ""))
+    return out

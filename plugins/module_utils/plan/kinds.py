@@ -99,6 +99,8 @@ KIND = {
     # vllm_server: its environment and secrets
     "vllm_server_env": "env", "vllm_server_unset_env": "env_names", "vllm_server_internal_address": "address",
     "vllm_server_internal_interface": "interface", "vllm_server_api_key": "token?",
+    "vllm_server_serving_group": "word?", "vllm_server_serving_group_rank": "count?",
+    "vllm_server_serving_group_backend": "word", "vllm_server_serving_group_master_port": "port",
     "vllm_server_api_key_previous": "token?", "vllm_server_hf_token": "token?", "vllm_server_metrics_token": "token?",
     "vllm_server_require_api_key": "flag", "vllm_server_device_allow": "devices",
     "vllm_server_gpu_count_command": "command", "vllm_server_gpu_memory_command": "command",

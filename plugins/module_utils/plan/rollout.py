@@ -134,13 +134,44 @@ def stage_restarts(status, inputs, check_mode=False):
     return not check_mode and (not _serves(status, staged, inputs) or unchecked(status, inputs))
 
 
-def batches(hosts, restarts):
+def batches(hosts, restarts, groups=None, serial=1):
     """The hosts of a rollout in two lists, in the order given: those whose roll only confirms their server (all at
     once) and those it starts again (in batches). restarts: {host: its vllm_server_roll_restarts}; a host without
     one (it was not staged: unreachable, or left out by --limit) is left to the batches, which skip what did not
-    answer, so nothing is started at once that was not known not to start."""
-    confirm = [host for host in hosts if restarts.get(host) is False]
-    return {"confirm": confirm, "roll": [host for host in hosts if host not in confirm]}
+    answer, so nothing is started at once that was not known not to start.
+
+    groups: {host: its serving group, or ""}: a group's hosts are one unit (module_utils/plan/group). They are
+    confirmed only all together, rolled next to each other in one batch (a group starts as one), and count as one
+    toward ``serial`` (vllm_deploy_serial: a number of units, or a percentage of them). serial: the batch sizes in
+    hosts for the play's ``serial:``; without a group, ``serial`` as given."""
+    groups = groups or {}
+    units, index = [], {}
+    for host in hosts:
+        name = groups.get(host) or ""
+        if name and name in index:
+            units[index[name]].append(host)
+        else:
+            if name:
+                index[name] = len(units)
+            units.append([host])
+    confirm = [host for unit in units if all(restarts.get(h) is False for h in unit) for host in unit]
+    rolled = [unit for unit in units if any(h not in confirm for h in unit)]
+    out = {"confirm": confirm, "roll": [host for unit in rolled for host in unit], "serial": [serial]}
+    if any(len(unit) > 1 for unit in rolled):
+        out["serial"] = _unit_batches([len(unit) for unit in rolled], serial)
+    return out
+
+
+def _unit_batches(sizes, serial):
+    """Batch sizes in hosts, ``serial`` units at a time (a whole number, or a percentage of the units)."""
+    text = str(serial).strip()
+    if text.endswith("%") and text[:-1].strip().isdigit():
+        per = max(1, len(sizes) * int(text[:-1]) // 100)
+    elif text.isdigit() and int(text) > 0:
+        per = int(text)
+    else:
+        per = 1
+    return [sum(sizes[i:i + per]) for i in range(0, len(sizes), per)] or [1]
 
 
 def result(outcome, decision, facts, failure=None):
@@ -175,6 +206,9 @@ def result(outcome, decision, facts, failure=None):
         rolled_back=False, bench=facts.get("bench") or {},
         # What this server serves, for the fleet's Prometheus targets.
         model=facts.get("model", ""), speculative_method=facts.get("speculative_method", ""))
+    if facts.get("group"):
+        # A rank of a serving group (module_utils/plan/group): its name, rank and head.
+        record["group"] = dict(facts["group"])
     return record
 
 

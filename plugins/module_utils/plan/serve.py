@@ -48,6 +48,9 @@ _OWNED = dict(
     [(flag[2:], PREFIX + name) for name, flag in NAMED_FLAGS]
     + [("model", PREFIX + "model"), ("tp", PREFIX + "tensor_parallel_size"),
        ("speculative-config", PREFIX + "speculative_method and its siblings"),
+       # A serving group's rank words (module_utils/plan/group): one layout for all its hosts.
+       ("nnodes", PREFIX + "serving_group"), ("node-rank", PREFIX + "serving_group_rank"), ("master-addr", PREFIX + "serving_group"),
+       ("master-port", PREFIX + "serving_group_master_port"), ("headless", PREFIX + "serving_group_rank"),
        ("api-key", PREFIX + "api_key (it goes to the root-owned env file, never on the command line)")]
 )
 # vLLM's short aliases of owned flags (its parser's -tp).
@@ -62,7 +65,7 @@ RENDERED_FLAGS = tuple(flag for _name, flag in NAMED_FLAGS) + (
 # (roles/vllm_server/files/llmops_vllm_auth.py says which, per release).
 AUTH_MIDDLEWARE = "llmops_vllm_auth.RequireKey"
 # Everything else plan() reads.
-_CONTEXT = ("executable", "version", "flavor", "service_name", "api_key_set", "require_api_key", "values")
+_CONTEXT = ("executable", "version", "flavor", "service_name", "api_key_set", "require_api_key", "values", "nnodes")
 # The speed gate's workload (bench_problems).
 _BENCH = ("bench_enabled", "bench_dataset", "bench_categories", "bench_repeats", "bench_dataset_output_len",
           "gate_baseline_config", "gate_baseline_tokens_per_second")
@@ -309,7 +312,23 @@ def server_urls(host, port, public_name):
             "endpoint": "http://%s:%s" % (address, port), "address": address.strip("[]"), "port": int(port)}
 
 
-def _gpu_problems(reads, tp):
+def parallel_sizes(settings):
+    """(tensor, pipeline) parallel sizes the settings ask for: vllm_server_tensor_parallel_size and
+    vllm_server_args' pipeline-parallel-size, 1 where unset."""
+    pp = [value for key, value in (settings.get("args") or {}).items() if cli_name(key) == "pipeline-parallel-size"]
+    return (count_setting(settings.get("tensor_parallel_size")) or 1,
+            (count_setting(pp[0]) if pp else None) or 1)
+
+
+def local_ranks(settings):
+    """The ranks this host runs: the tensor parallel size on one host; in a serving group of ``nnodes`` hosts
+    (module_utils/plan/group), its share of tensor x pipeline parallel (vLLM's local world size)."""
+    tp, pp = parallel_sizes(settings)
+    nnodes = count_setting(settings.get("nnodes")) or 1
+    return tp if nnodes <= 1 else max(1, tp * pp // nnodes)
+
+
+def _gpu_problems(reads, tp, group=False):
     gpus = reads.get("gpus")
     if gpus is None:
         return []
@@ -321,6 +340,10 @@ def _gpu_problems(reads, tp):
     count = len([line for line in gpus.get("stdout_lines", []) if re.match(r"^GPU [0-9]+:", line)])
     if count >= tp:
         return []
+    if group:
+        return ["%sserving_group spreads its ranks over its hosts, and this host runs %d of its ranks but has %d GPU(s) ('%s'): "
+                "vLLM would fail at start. Lower %stensor_parallel_size (or %sargs.pipeline-parallel-size), or add hosts "
+                "to the group." % (PREFIX, tp, count, command, PREFIX, PREFIX)]
     return ["%stensor_parallel_size is %d but this host has %d GPU(s) ('%s'). vLLM would fail with \"World size (%d) "
             "is larger than the number of available GPUs (%d) in this node\". Set %stensor_parallel_size to %d or less."
             % (PREFIX, tp, count, command, tp, count, PREFIX, count)]
@@ -465,11 +488,11 @@ def plan(settings, reads=None):
             problems += found + fit["problems"]
             early_warnings += warned + fit["warnings"]
             memory_figures = fit["figures"]
+        ranks = local_ranks(settings)
         if settings.get("flavor", "gpu") == "gpu":
-            problems += _gpu_problems(reads, count_setting(settings.get("tensor_parallel_size")) or 1)
+            problems += _gpu_problems(reads, ranks, (count_setting(settings.get("nnodes")) or 1) > 1)
         else:
-            problems += _cpu_problems(reads.get("numa_nodes"), count_setting(settings.get("tensor_parallel_size")) or 1,
-                                      _env(settings))
+            problems += _cpu_problems(reads.get("numa_nodes"), ranks, _env(settings))
     if reads.get("model_config_exists") is False:
         problems.append("%smodel '%s' has no config.json on this host, so vLLM would fail with \"Invalid repository ID "
                         "or local directory specified\". Put the model there (or let the vllm_drafter role copy it with "

@@ -36,7 +36,8 @@ PUBLISHED = ("vllm_deploy_failed", "vllm_deploy_not_rolled", "vllm_deploy_reache
              "vllm_drafter_result", "vllm_frontend_door", "vllm_install_result", "vllm_server_backend",
              "vllm_server_result", "vllm_drafter_staged_tree", "vllm_server_roll_restarts", "vllm_server_compare_key",
              "vllm_server_bench_workload", "vllm_server_bench_result", "vllm_server_status",
-             "vllm_install_pruned", "vllm_server_starts", "vllm_server_plan", "vllm_drafter_plan")
+             "vllm_install_pruned", "vllm_server_starts", "vllm_server_plan", "vllm_drafter_plan",
+             "vllm_server_serving_group_member")
 
 
 def known_names(argument_specs):

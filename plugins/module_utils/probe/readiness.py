@@ -42,7 +42,8 @@ class WaitSettings(object):
     """What to wait for and how patiently (the module's parameters, validated)."""
 
     def __init__(self, health_url=DEFAULT_HEALTH_URL, models_url=None, expect_model=None, api_key=None,
-                 timeout=600.0, interval=0.25, probe_timeout=2.0, port=None, log_path=None, already_started=False):
+                 timeout=600.0, interval=0.25, probe_timeout=2.0, port=None, log_path=None, already_started=False,
+                 headless=False):
         if timeout < 0 or interval <= 0 or probe_timeout <= 0:
             raise ValueError("timeout must be >= 0, interval and probe_timeout > 0")
         self.health_url = health_url
@@ -52,7 +53,10 @@ class WaitSettings(object):
         self.timeout = float(timeout)
         self.interval = float(interval)
         self.probe_timeout = float(probe_timeout)
-        if port is None:
+        # A serving group's headless rank serves no API: health_url is its head's, on another host, and the rank
+        # is ready once the group serves while its own process lives and its log shows no failure.
+        self.headless = headless
+        if port is None and not headless:
             host, url_port = http_client.url_host_port(health_url)
             port = url_port if http_client.is_local_host(host) else None
         self.port = port
@@ -200,7 +204,7 @@ class VllmWaiter(object):
         # "unknown" means every listener has the watched process's uid but no readable process holds it
         # (no CAP_SYS_PTRACE, as in containers): trust it when the start-up line was seen since the offset,
         # or when the start happened before this call and no start-up line is expected.
-        trusted = (owner.kind == "ours" or self.watch.log_ready or self.follower is None
+        trusted = (owner.kind == "ours" or self.watch.log_ready or self.follower is None or self.settings.headless
                    or (owner.kind == "unknown" and self.settings.already_started))
         if result.status == 503 and trusted:
             self._drain_log(final=False)
@@ -392,7 +396,8 @@ def build_waiter(params, runner=None):
     settings = WaitSettings(health_url, params.get("models_url"), params.get("expect_model"), params.get("api_key"),
                             params.get("timeout", 600.0), params.get("interval", 0.25),
                             params.get("probe_timeout", 2.0), params.get("port"), log_path,
-                            already_started=not params.get("cursor") and _offset(params.get("log_offset", 0)) == "end")
+                            already_started=not params.get("cursor") and _offset(params.get("log_offset", 0)) == "end",
+                            headless=bool(params.get("headless")))
     return VllmWaiter(settings, watch, follower, process, kernel_log=_kernel_log(runner))
 
 

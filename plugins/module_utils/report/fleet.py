@@ -56,12 +56,21 @@ def rows(hosts, results, reached=None, not_rolled=None):
             "bench": bench,
             "hint": result.get("hint") or "",
             "endpoint": result.get("endpoint") or "",
+            "group": _group(result),
         })
     return out
 
 
+def _group(result):
+    """A serving group's rank, as the table names it: "qwen rank 1"; "" for a host serving alone."""
+    group = result.get("group") or {}
+    return "%s rank %s" % (group["name"], group.get("rank")) if group.get("name") else ""
+
+
 def _cell(row, key):
     value = row[key]
+    if key == "host" and row.get("group"):
+        return "%s (%s)" % (value, row["group"])
     if key == "restarted":
         if not value:
             return "no"

@@ -34,6 +34,9 @@ def entries(servers, previous=None):
             kept[entry["labels"]["host"]] = entry
     out = []
     for server in servers:
+        if (server.get("group") or {}).get("rank") not in (None, 0):
+            # A serving group's other ranks serve no /metrics: the head's target is the group's.
+            continue
         if server.get("status") == "ready" and server.get("endpoint"):
             labels = {
                 "host": server["host"],

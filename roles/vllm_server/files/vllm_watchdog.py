@@ -107,12 +107,15 @@ def loaded(url, deadline):
 BACKOFF_CAP = 3600
 
 
-def decide(state, unit, lock_age, failures_allowed, lock_max_age, result=None, now=None, backoff=0):
+def decide(state, unit, lock_age, failures_allowed, lock_max_age, result=None, now=None, backoff=0, started_after=0):
     """The next state and the action: 'probe' (the caller probes, then calls again with ``result``), 'kill',
     'start' (a unit its start limit stopped, once its backoff has passed), or None. ``state`` is the saved one;
     ``unit`` what systemctl shows now; ``lock_age`` the rollout lock's age in seconds or None; ``result`` (ok,
     seconds, why) of this run's probe; ``now`` the wall clock; ``backoff`` the seconds a failed unit waits before
-    the watchdog starts it again (doubled after each such start that did not serve, up to BACKOFF_CAP; 0: never)."""
+    the watchdog starts it again (doubled after each such start that did not serve, up to BACKOFF_CAP; 0: never);
+    ``started_after`` the seconds after which a process counts as started whatever its probes said (0: never): a
+    serving group's headless rank probes its head, which serves only once every rank has joined, so a rank that
+    joined a head since gone would otherwise wait for it for ever."""
     state = dict(state)
     now = time.time() if now is None else now
     # systemd's own restarts after an exit; the one right after the watchdog's kill is the watchdog's.
@@ -145,7 +148,7 @@ def decide(state, unit, lock_age, failures_allowed, lock_max_age, result=None, n
         return state, None
     if unit["pid"] != state.get("pid"):
         # A new server process: it counts as started once a probe has succeeded.
-        state.update(pid=unit["pid"], started=False, failures=0)
+        state.update(pid=unit["pid"], started=False, failures=0, pid_seen_at=now)
     if rolling:
         state.update(note="a deploy is rolling this host")
         return state, None
@@ -159,6 +162,8 @@ def decide(state, unit, lock_age, failures_allowed, lock_max_age, result=None, n
         state.update(up=True, started=True, failures=0, backoff_in_a_row=0, note="")
         return state, None
     state["up"] = False
+    if not state.get("started") and started_after > 0 and now - state.get("pid_seen_at", now) >= started_after:
+        state["started"] = True
     if not state.get("started") and health:
         # Loaded (vLLM answers /health only then) and no completion: a hang soon after a start, which a bound
         # on "starting" must not hide; the failures count from here.
@@ -237,7 +242,7 @@ def load_state(path):
 def _well_typed(key, value):
     if key in _COUNTS:
         return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-    if key in ("latency", "failed_since"):
+    if key in ("latency", "failed_since", "pid_seen_at"):
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if key == "unit":
         return isinstance(value, dict)
@@ -266,6 +271,8 @@ def main(argv=None):
     parser.add_argument("--textfile", default="")
     parser.add_argument("--backoff", type=float, default=0.0,
                         help="seconds a failed unit waits before the watchdog starts it again (0: never)")
+    parser.add_argument("--started-after", type=float, default=0.0,
+                        help="seconds after which a process counts as started whatever its probes said (0: never)")
     args = parser.parse_args(argv)
 
     saved = load_state(args.state)
@@ -275,12 +282,14 @@ def main(argv=None):
         lock_age = None
     try:
         unit = unit_state(args.unit)
-        state, action = decide(saved, unit, lock_age, args.failures, args.lock_max_age, backoff=args.backoff)
+        state, action = decide(saved, unit, lock_age, args.failures, args.lock_max_age, backoff=args.backoff,
+                               started_after=args.started_after)
         if action == "probe":
             result = probe(args.url, args.path, args.body, args.deadline, os.environ.get("VLLM_API_KEY", ""))
             if not result[0] and not state.get("started"):
                 result = result + (loaded(args.url, args.deadline),)
-            state, action = decide(state, unit, lock_age, args.failures, args.lock_max_age, result, backoff=args.backoff)
+            state, action = decide(state, unit, lock_age, args.failures, args.lock_max_age, result, backoff=args.backoff,
+                                   started_after=args.started_after)
     except Exception as e:   # a watchdog that cannot decide says so in the metrics, and acts on nothing
         state, action = dict(saved, up=False, note="cannot decide: %s: %s" % (type(e).__name__, e)), None
         unit = {"pid": 0}

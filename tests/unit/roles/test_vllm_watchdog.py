@@ -46,6 +46,22 @@ def test_a_server_still_starting_is_never_acted_on():
     assert not state["started"] and state["note"].startswith("starting")
 
 
+def test_a_headless_rank_counts_as_started_after_its_bound_and_is_restarted_when_its_head_is_gone():
+    # A serving group's headless rank probes its head, which serves only once every rank has joined: a rank tied to a
+    # head that died waits for ever unless "starting" is bounded (--started-after).
+    state, actions = {}, []
+    for now in (1000, 1100, 1700, 1701, 1702):
+        state, action = watchdog.decide(state, RUNNING, None, 3, 3600, now=now, started_after=600)
+        state, action = watchdog.decide(state, RUNNING, None, 3, 3600, FAILED, now=now, started_after=600)
+        actions.append(action)
+    assert actions == [None, None, None, None, "kill"]
+    # Without the bound the same rank is never acted on.
+    state = {}
+    for now in (1000, 1100, 1700, 1701, 1702):
+        state, action = watchdog.decide(state, RUNNING, None, 3, 3600, FAILED, now=now)
+        assert action is None
+
+
 def test_a_hang_right_after_loading_is_killed_though_no_probe_ever_succeeded():
     # SIGSTOP of the engine seconds after a start: /health answers 200 (the engine has loaded), completions time out.
     hung = FAILED + (True,)

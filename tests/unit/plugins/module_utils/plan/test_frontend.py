@@ -131,3 +131,11 @@ def test_the_front_doors_defaults_pass():
         "vllm_frontend_check_timeout": "10s", "vllm_frontend_check_interval": "10s",
         "vllm_frontend_check_fast_interval": "1s", "vllm_frontend_check_down_interval": "2s",
         "vllm_frontend_tls_certificate": ""}) == []
+
+
+def test_a_serving_groups_other_ranks_are_never_servers_of_the_front_door():
+    # Its head serves the group's API; a rank that once served alone leaves its running line too.
+    fresh = [entry("gpu-node-1", "10.0.0.11"), dict(entry("gpu-node-2", "10.0.0.12"), headless=True)]
+    assert servers(["gpu-node-1", "gpu-node-2", "gpu-node-3"], fresh, RUNNING, "vllm") == [
+        entry("gpu-node-1", "10.0.0.11"), entry("gpu-node-3", "fd00::3")]
+    assert servers([], fresh, RUNNING, "vllm") == [entry("gpu-node-1", "10.0.0.11")]

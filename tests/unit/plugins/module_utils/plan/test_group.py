@@ -12,7 +12,7 @@ COMMAND = ["serve", "/srv/models/Qwen3.6-27B", "--tensor-parallel-size", "2", "-
 
 def member(host, address, **changes):
     base = {"host": host, "rank": None, "address": address, "interface": "eth1", "port": 8000, "backend": "mp",
-            "master_port": 29501, "devices": 1, "package": "vllm", "version": "0.33.0",
+            "master_port": 29501, "package": "vllm", "version": "0.33.0", "key_id": "k1",
             "model": "/srv/models/Qwen3.6-27B", "model_digest": "m1", "drafter_digest": "d1", "command": COMMAND,
             "tensor_parallel_size": 2, "pipeline_parallel_size": 1}
     return dict(base, **changes)
@@ -36,8 +36,8 @@ def test_given_ranks_choose_the_head():
 
 
 @pytest.mark.parametrize("members, said", [
-    ([TWO[0]], "has gpu-node-1: a group serves one model over several hosts; unset vllm_server_group"),
-    ([dict(TWO[0], rank=0), TWO[1]], "group_rank is set on some hosts of group 'qwen' but not on gpu-node-2"),
+    ([TWO[0]], "has gpu-node-1: a group serves one model over several hosts; unset vllm_server_serving_group"),
+    ([dict(TWO[0], rank=0), TWO[1]], "serving_group_rank is set on some hosts of group 'qwen' but not on gpu-node-2"),
     ([dict(TWO[0], rank=0), dict(TWO[1], rank=0)], "must number its 2 hosts 0 to 1, each once"),
     ([TWO[0], dict(TWO[1], version="0.34.0")],
      "disagree on vllm_common_version (gpu-node-1: 0.33.0, gpu-node-2: 0.34.0)"),
@@ -48,10 +48,12 @@ def test_given_ranks_choose_the_head():
     ([TWO[0], dict(TWO[1], address="10.0.0.11")], "gpu-node-1 and gpu-node-2 of group 'qwen' both name 10.0.0.11"),
     ([TWO[0], dict(TWO[1], interface="lo")], "internal_interface of gpu-node-2 is 'lo'"),
     ([dict(m, tensor_parallel_size=3) for m in TWO], "3 x pipeline parallel 1 = 3 ranks over 2 hosts"),
-    ([TWO[0], dict(TWO[1], devices=0)], "puts 1 rank(s) on each host, but gpu-node-2 has 0 device(s)"),
-    ([dict(m, backend="ray") for m in TWO], "group_backend of group 'qwen' is 'ray'"),
-    ([dict(m, master_port=8000) for m in TWO], "group_master_port of group 'qwen' is 8000, the API's own port"),
-    ([dict(m, master_port="x") for m in TWO], "group_master_port of group 'qwen' must be a port number"),
+    ([TWO[0], dict(TWO[1], key_id="k2")], "disagree on vllm_server_api_key"),
+    ([TWO[0], dict(TWO[1], interface_addresses=False)], "internal_interface of gpu-node-2 is 'eth1', which that host does not have"),
+    ([TWO[0], dict(TWO[1], interface_addresses=["10.0.0.99"])], "10.0.0.12, which is not an address of its interface eth1 (10.0.0.99)"),
+    ([dict(m, backend="ray") for m in TWO], "serving_group_backend of group 'qwen' is 'ray'"),
+    ([dict(m, master_port=8000) for m in TWO], "serving_group_master_port of group 'qwen' is 8000, the API's own port"),
+    ([dict(m, master_port="x") for m in TWO], "serving_group_master_port of group 'qwen' must be a port number"),
 ])
 def test_a_group_that_cannot_form_is_named_before_any_change(members, said):
     problems = group.layout("qwen", members)["problems"]
@@ -68,3 +70,56 @@ def test_every_rank_shares_the_command_but_where_the_api_binds():
 def test_every_release_taken_in_has_the_rank_words(data):
     words = group.layout("qwen", TWO)["ranks"]["gpu-node-2"]["words"]
     assert set(word for word in words if word.startswith("--")) <= set(data["flags"])
+
+
+def test_a_read_interface_that_holds_the_address_passes():
+    assert group.layout("qwen", [dict(TWO[0], interface_addresses=["10.0.0.11", "fe80::1"]), TWO[1]])["problems"] == []
+
+
+HOSTS = ["gpu-node-1", "gpu-node-2"]
+MEMBERS = dict((m["host"], dict(m, api_host="0.0.0.0", api_address=m["address"])) for m in TWO)
+
+
+def test_each_host_reads_its_rank_and_where_the_group_serves():
+    head = group.plan_for("gpu-node-1", "qwen", HOSTS, MEMBERS)
+    worker = group.plan_for("gpu-node-2", "qwen", HOSTS, MEMBERS)
+    assert head["problems"] == [] and head["head"] and not head["headless"] and "--headless" not in head["words"]
+    assert worker["headless"] and worker["rank"] == 1 and worker["words"][-1] == "--headless"
+    assert worker["head_host"] == "gpu-node-1" and worker["head_url"] == "http://10.0.0.11:8000"
+
+
+def test_a_host_not_checked_keeps_the_whole_group_from_changing():
+    found = group.plan_for("gpu-node-1", "qwen", HOSTS, {"gpu-node-1": MEMBERS["gpu-node-1"]})
+    assert found["words"] == [] and "gpu-node-2 did not answer or was left out of this run" in found["problems"][0]
+
+
+def test_a_head_on_loopback_is_refused_the_others_watch_through_it():
+    members = dict(MEMBERS, **{"gpu-node-1": dict(MEMBERS["gpu-node-1"], api_host="127.0.0.1")})
+    assert "must listen beyond loopback" in group.plan_for("gpu-node-2", "qwen", HOSTS, members)["problems"][0]
+
+
+@pytest.mark.parametrize("given, expected", [
+    ({}, {"a": 0, "b": 1}), ({"a": 1, "b": "0"}, {"a": 1, "b": 0}), ({"a": 0}, {"a": None, "b": None})])
+def test_the_rank_from_the_inventory_alone(given, expected):
+    assert dict((h, group.rank_of(h, ["a", "b"], given)) for h in "ab") == expected
+
+
+def test_same_files_on_two_hosts_fingerprint_alike_whenever_each_copied_them():
+    read = {"config": {"num_hidden_layers": 2}, "manifest": [["config.json", 820, 1], ["model.safetensors", 9, 2]]}
+    later = dict(read, manifest=[["config.json", 820, 7], ["model.safetensors", 9, 8]])
+    assert group.fingerprint(read) == group.fingerprint(later)
+    assert group.fingerprint(read) != group.fingerprint(dict(read, manifest=[["config.json", 821, 1]]))
+    assert group.fingerprint({"failed": True}) is None and group.fingerprint({"skipped": True}) is None
+
+
+def test_one_rank_starting_again_starts_the_group():
+    stay = {"restart": False, "checks": False, "check": False, "reasons": []}
+    found = group.start_together(stay, {"gpu-node-1": {"restart": True}})
+    assert found["restart"] and found["checks"] and found["reasons"] == ["the group's gpu-node-1 starts again"]
+    assert group.start_together(stay, {"gpu-node-1": {"restart": False}, "gpu-node-3": None}) == stay
+
+
+def test_a_rank_that_did_not_come_up_is_named_with_its_own_reason():
+    found = group.failures({"gpu-node-2": {"status": "failed", "reason": "engine_died", "detail": "Worker proc died"},
+                            "gpu-node-3": {"status": "ready"}, "gpu-node-4": None})
+    assert found == ["Rank gpu-node-2 of the group did not come up (engine_died: Worker proc died)."]

@@ -166,8 +166,21 @@ def test_failure_message(restored, refused, wait, tail):
 
 def test_batches_confirm_only_the_hosts_known_not_to_restart():
     restarts = {"a": False, "b": True, "c": None, "d": False}
-    assert rollout.batches(["a", "b", "c", "d", "e"], restarts) == {"confirm": ["a", "d"], "roll": ["b", "c", "e"]}
-    assert rollout.batches([], {}) == {"confirm": [], "roll": []}
+    assert rollout.batches(["a", "b", "c", "d", "e"], restarts) == {
+        "confirm": ["a", "d"], "roll": ["b", "c", "e"], "serial": [1]}
+    assert rollout.batches([], {}, serial="50%") == {"confirm": [], "roll": [], "serial": ["50%"]}
+
+
+@pytest.mark.parametrize("serial, sizes", [(1, [2, 1, 1]), (2, [3, 1]), ("50%", [2, 1, 1]), ("67%", [3, 1]), ("100%", [4])])
+def test_a_serving_group_rolls_as_one_unit_in_one_batch(serial, sizes):
+    groups = {"a": "qwen", "c": "qwen"}
+    found = rollout.batches(["a", "b", "c", "d"], {}, groups, serial)
+    assert found["roll"] == ["a", "c", "b", "d"] and found["serial"] == sizes
+
+
+def test_a_serving_group_is_confirmed_only_all_together():
+    found = rollout.batches(["a", "b", "c"], {"a": False, "b": False, "c": True}, {"a": "qwen", "c": "qwen"})
+    assert found["confirm"] == ["b"] and found["roll"] == ["a", "c"] and found["serial"] == [2]
 
 
 def test_a_changed_part_is_worded_once_for_check_mode_and_for_the_host_s_digests():

@@ -367,3 +367,13 @@ def test_the_cpu_engine_needs_a_numa_node_or_a_core_list_per_rank(nodes, tp, env
     found = plan(settings(**CPU, tensor_parallel_size=tp, values={"vllm_server_env": env}),
                  dict(TWO_GPUS, numa_nodes={"rc": 0, "stdout": nodes + "\n"}))["problems"]
     assert (found == []) if named is None else (len(found) == 1 and named in found[0]), found
+
+
+def test_a_serving_groups_host_needs_the_devices_of_its_own_ranks_only():
+    # Tensor parallel 2 over two hosts of one GPU each (vLLM's local world size): each host runs its share.
+    one_gpu = dict(TWO_GPUS, gpus={"rc": 0, "stdout_lines": ["GPU 0: H200 (UUID: a)"]})
+    assert plan(settings(nnodes=2), one_gpu)["problems"] == []
+    found = plan(settings(nnodes=2, args={"pipeline_parallel_size": 2}), one_gpu)["problems"]
+    assert len(found) == 1 and "this host runs 2 of its ranks but has 1 GPU(s)" in found[0], found
+    cpu = plan(settings(**CPU, tensor_parallel_size=2, nnodes=2), dict(TWO_GPUS, numa_nodes={"rc": 0, "stdout": "0\n"}))
+    assert cpu["problems"] == []

@@ -148,6 +148,25 @@ def test_unknown_same_uid_owner_is_trusted_when_the_server_started_before_the_ca
     assert (res["status"], res["listener"], res["models"]) == ("ready", "unknown", ["tiny"])
 
 
+def test_a_headless_rank_is_ready_once_its_head_serves_though_its_log_never_says_so(tmp_path):
+    # A serving group's headless rank logs no start-up line and holds no port: health_url is its head's.
+    h = Harness(tmp_path, owner="unknown", timeout=3, headless=True, health_url="http://10.0.0.11:8000/health",
+                expect_model="tiny")
+    assert h.settings.port is None
+    h.write(*START)
+    h.clock.at(1.0, h.serve)
+    res = h.run()
+    assert (res["status"], res["models"]) == ("ready", ["tiny"]) and 1.0 <= res["elapsed"] < 1.5
+
+
+def test_a_headless_rank_that_dies_fails_while_its_head_still_answers(tmp_path):
+    h = Harness(tmp_path, headless=True, health_url="http://10.0.0.11:8000/health")
+    h.write(*START)
+    h.clock.at(0.5, lambda: h.process.die(0, "exit code 0"))
+    res = h.run()
+    assert res["status"] == "failed" and res["elapsed"] < 1.0
+
+
 def test_foreign_owner_is_port_in_use_even_when_the_server_started_before_the_call(tmp_path):
     h = Harness(tmp_path, owner="foreign", timeout=3, already_started=True)
     h.serve()

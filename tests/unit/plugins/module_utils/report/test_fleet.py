@@ -45,3 +45,9 @@ def test_a_server_found_in_a_crash_loop_says_so_in_the_table():
     found = dict(READY, restart_reasons=["unit changed", reason])
     lines = table(rows(["gpu-node-1"], {"gpu-node-1": found}))
     assert "yes, " + reason in lines[1] and "unit changed" not in lines[1]
+
+
+def test_a_serving_groups_ranks_are_named_in_the_table():
+    group = dict(READY, group={"name": "qwen", "rank": 1, "head": "gpu-node-1"})
+    report = rows(["gpu-node-2"], {"gpu-node-2": group})
+    assert report[0]["group"] == "qwen rank 1" and table(report)[1].startswith("gpu-node-2 (qwen rank 1)  ready")

@@ -53,3 +53,10 @@ def test_what_entries_builds_is_a_file_prometheus_reads():
 def test_what_prometheus_would_refuse_is_named(data, words):
     found = problems(data)
     assert len(found) == 1 and words in found[0], found
+
+
+def test_a_serving_groups_head_is_its_target_and_the_other_ranks_none():
+    head = dict(READY, group={"name": "qwen", "rank": 0, "head": "gpu-node-1"})
+    rank = dict(READY, host="gpu-node-2", group={"name": "qwen", "rank": 1, "head": "gpu-node-1"})
+    previous = [{"targets": ["10.0.0.12:8000"], "labels": {"host": "gpu-node-2"}}]
+    assert [entry["labels"]["host"] for entry in entries([head, rank], previous)] == ["gpu-node-1"]
