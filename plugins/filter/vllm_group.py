@@ -92,10 +92,18 @@ def vllm_group_failures(hosts: Any, hostvars: Any, host: str) -> list[str]:
     return group.failures(_others(hosts, hostvars, host, "_vllm_server_wait"))
 
 
+def vllm_group_split(chosen: Any, hosts: Any, hostvars: Any) -> list[str]:
+    """Why an operation on ``chosen`` hosts would split a serving group of ``hosts``, one sentence per group."""
+    groups = {}
+    for host in hosts or []:
+        groups[str(host)] = str(hostvars[host].get("vllm_server_serving_group") or "") if host in hostvars else ""
+    return group.split_groups([str(h) for h in chosen or []], groups)
+
+
 class FilterModule:
     """Serving group filters."""
 
     def filters(self):
         return {"vllm_group_member": vllm_group_member, "vllm_group_plan": vllm_group_plan,
                 "vllm_group_rank": vllm_group_rank, "vllm_group_rollout": vllm_group_rollout,
-                "vllm_group_failures": vllm_group_failures}
+                "vllm_group_failures": vllm_group_failures, "vllm_group_split": vllm_group_split}

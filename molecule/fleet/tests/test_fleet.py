@@ -32,7 +32,11 @@ def _lines(name):
 PHASES = [p for p in _lines("phases.jsonl") if p["phase"] != "prepared"]
 REQUESTS = _lines("probe.jsonl")
 NAMES = ["first deploy", "no-op re-run", "change", "broken-venv", "killed", "unreachable", "hung",
-         "status", "upgrade", "rollback", "prune", "remove"]
+         "status", "upgrade", "rollback", "prune", "remove", "group", "group-worker-killed"]
+# The phases in which both hosts serve one model as one serving group: the front door's one server is the group's
+# head, and it has no other while the group (re)forms.
+GROUP = ["group", "group-worker-killed"]
+ROLLING = [name for name in NAMES if name not in GROUP]
 
 
 def phase(name):
@@ -62,10 +66,10 @@ def restarted(name, host):
 
 def test_every_phase_ran_and_ended_as_expected():
     assert [p["phase"] for p in PHASES] == ["deploy", "deploy"] + NAMES[2:]
-    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0, 0, 0, 0, 0]
+    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0]
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", ROLLING)
 def test_no_request_failed_through_the_front_door(name):
     sent = requests(name, "front")
     if name == "first deploy":   # nothing served before the first host was up: from the first answer on
@@ -77,7 +81,7 @@ def test_no_request_failed_through_the_front_door(name):
     assert failed == [], "%d of %d failed: %s" % (len(failed), len(sent), failed[:5])
 
 
-@pytest.mark.parametrize("name", NAMES[1:])
+@pytest.mark.parametrize("name", ROLLING[1:])
 def test_no_request_failed_on_a_host_not_restarted(name):
     untouched = [h for h in HOSTS if not restarted(name, h)]
     for host in untouched:
@@ -209,16 +213,19 @@ def test_the_watchdog_killed_only_the_hung_engine(host):
     assert journal.count("liveness probes failed in a row") == kills, journal[-2000:]
 
 
-def test_the_service_serves_its_last_config_or_stays_stopped_once_removed(host):
-    removed = host.backend.get_hostname() == LAST
+def test_every_host_serves_the_group_at_the_end_with_its_last_config(host):
+    # The removed host stayed stopped until the group brought it back (the remove phase's marks); both run now.
+    name = host.backend.get_hostname()
     svc = host.service("vllm")
-    assert (svc.is_running, svc.is_enabled) == (not removed, not removed)
-    # A removed host keeps its files (vllm_server_remove_files is off): the unit it served last is still there.
+    assert (svc.is_running, svc.is_enabled) == (True, True)
     unit = host.file("/etc/systemd/system/vllm.service").content_string
     assert re.search(r"^\s*--max-num-seqs %s\b" % MAX_NUM_SEQS, unit, re.M), unit
-    # The second host's layer of vllm_server_args (host_vars): one flag more there, none here.
-    assert bool(re.search(r"^\s*--seed 7\b", unit, re.M)) == removed, unit
-    if removed:
+    # The second host's layer of vllm_server_args (host_vars), given to both ranks by the group's settings.
+    assert re.search(r"^\s*--seed 7\b", unit, re.M), unit
+    rank = HOSTS.index(name)
+    assert re.search(r"--nnodes 2 --node-rank %d\b" % rank, " ".join(unit.split())), unit
+    assert ("--headless" in unit) == (rank > 0), unit
+    if rank:
         return
     out = host.run("python3 -c \"import json,urllib.request; print(json.load(urllib.request.urlopen("
                    "urllib.request.Request('http://127.0.0.1:8000/v1/completions', json.dumps({'model': 'tiny-qwen3', "
@@ -293,3 +300,39 @@ def test_the_removed_host_left_the_front_door_and_monitoring_and_stopped():
     targets = json.loads((RECORD / "targets-remove.json").read_text())
     assert [t["labels"]["host"] for t in targets] == ["vllm-fleet-1"], targets
     assert "vllm-fleet-2 left the fleet" in (RECORD / "deploy-remove.log").read_text()
+
+
+def outage(name):
+    """The one window in which requests through the front door failed in a phase: (seconds, failed, sent). Requests
+    failed in one run, none before or after it: the group was down once while it (re)formed, and never flapped."""
+    sent = requests(name, "front")
+    failed = [i for i, r in enumerate(sent) if not r["ok"]]
+    assert failed, "no request failed: nothing was down"
+    window = sent[failed[0]:failed[-1] + 1]
+    assert all(not r["ok"] for r in window), [r["ok"] for r in window]
+    return window[-1]["t"] - window[0]["t"], len(window), len(sent)
+
+
+def test_the_two_hosts_served_one_model_as_a_group_through_the_front_door(tmp_path):
+    report = {r["host"]: r for r in phase("group")["report"]}
+    for rank, host in enumerate(HOSTS):
+        r = report[host]
+        assert (r["status"], r["restarted"], r["group"]) == ("ready", True, "fleet rank %d" % rank), r
+    # The head alone was measured (its speed gate, the DFlash drafter's acceptance), and is the one Prometheus target.
+    assert report[HOSTS[0]]["bench"]["status"] == "passed" and report[HOSTS[0]]["acceptance_length"], report[HOSTS[0]]
+    assert not report[LAST]["bench"], report[LAST]
+    targets = json.loads((RECORD / "targets-group.json").read_text())
+    assert [t["labels"]["host"] for t in targets] == [HOSTS[0]], targets
+    # Both ranks started at once: the front door had no server while the group formed, then answered every request.
+    seconds_down, failed, sent = outage("group")
+    assert seconds_down < 180 and failed < sent, (seconds_down, failed, sent)
+
+
+def test_a_killed_worker_of_the_group_was_replaced_and_the_group_served_again_with_no_person():
+    killed = phase("group-worker-killed")
+    healed = killed["marks"]["serving again"] - killed["start"]
+    assert healed < 240, killed["marks"]
+    # Both ranks started again by systemd alone: the rank whose worker died, and the head that lost it.
+    assert [restarted("group-worker-killed", h) for h in HOSTS] == [True, True]
+    seconds_down, failed, sent = outage("group-worker-killed")
+    assert seconds_down <= healed + 2, (seconds_down, healed, failed, sent)

@@ -241,3 +241,21 @@ def failures(waits):
             out.append("Rank %s of the group did not come up (%s%s)." % (
                 host, wait.get("reason") or wait.get("status"), (": " + str(detail)[:300]) if detail else ""))
     return out
+
+
+def split_groups(chosen, groups):
+    """What an operation on ``chosen`` hosts would split: groups: {host: its serving group, or ""} of the fleet. A
+    sentence per group some of whose ranks are chosen and some not (the others could not serve without them)."""
+    members = {}
+    for host, name in groups.items():
+        if name:
+            members.setdefault(name, []).append(host)
+    out = []
+    for name in sorted(members):
+        inside = [h for h in members[name] if h in chosen]
+        if inside and len(inside) < len(members[name]):
+            out.append("%s %s rank(s) of the serving group %r without %s: its other ranks cannot serve without them; "
+                       "choose all its hosts (%s), or first deploy them without %sserving_group." % (
+                           ", ".join(inside), "is a" if len(inside) == 1 else "are", name,
+                           ", ".join(h for h in members[name] if h not in chosen), ", ".join(members[name]), PREFIX))
+    return out

@@ -123,3 +123,11 @@ def test_a_rank_that_did_not_come_up_is_named_with_its_own_reason():
     found = group.failures({"gpu-node-2": {"status": "failed", "reason": "engine_died", "detail": "Worker proc died"},
                             "gpu-node-3": {"status": "ready"}, "gpu-node-4": None})
     assert found == ["Rank gpu-node-2 of the group did not come up (engine_died: Worker proc died)."]
+
+
+def test_an_operation_on_part_of_a_group_is_refused_and_on_all_of_it_allowed():
+    groups = {"a": "qwen", "b": "qwen", "c": ""}
+    assert group.split_groups(["a", "c"], groups) == [
+        "a is a rank(s) of the serving group 'qwen' without b: its other ranks cannot serve without them; choose all "
+        "its hosts (a, b), or first deploy them without vllm_server_serving_group."]
+    assert group.split_groups(["a", "b"], groups) == [] and group.split_groups(["c"], groups) == []
