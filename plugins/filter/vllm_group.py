@@ -52,14 +52,38 @@ def vllm_group_member(fields: Any, settings: Any, plan: Any, model_reads: Any = 
                 interface_addresses=_interface_addresses(interface_read))
 
 
-def vllm_group_plan(plan: Any, name: str, hosts: Any, hostvars: Any, host: str) -> dict[str, Any]:
-    """This host's plan with its rank's words and the group's problems added, and the group under ``group``."""
-    plan = _dict(plan)
+def _members(hosts: Any, hostvars: Any) -> dict[str, Any]:
     members = {}
     for other in hosts or []:
         if other in hostvars and "vllm_server_serving_group_member" in hostvars[other]:
-            members[other] = _dict(hostvars[other]["vllm_server_serving_group_member"])
-    found = group.plan_for(str(host), str(name), [str(h) for h in hosts or []], members)
+            members[str(other)] = _dict(hostvars[other]["vllm_server_serving_group_member"])
+    return members
+
+
+def vllm_group_head(hosts: Any, hostvars: Any) -> dict[str, Any]:
+    """The record the group's head published ({} when its ranks are wrong, or it has not published one)."""
+    members = _members(hosts, hostvars)
+    given = dict((h, m.get("rank")) for h, m in members.items())
+    names = [str(h) for h in hosts or []]
+    head = next((h for h in names if group.rank_of(h, names, given) == 0), None)
+    return members.get(head, {}) if head else {}
+
+
+def _reached(read: Any) -> Any:
+    """What this rank's try of the head's master port says: None when not tried, else "open", "refused" or
+    "unreachable: why"."""
+    read = _dict(read)
+    if not read or read.get("skipped"):
+        return None
+    return str(read.get("stdout") or read.get("msg") or "unreachable: no answer").strip()
+
+
+def vllm_group_plan(plan: Any, name: str, hosts: Any, hostvars: Any, host: str, master_read: Any = None) -> dict[str, Any]:
+    """This host's plan with its rank's words and the group's problems added, and the group under ``group``;
+    master_read: this rank's try of the head's master port (the preflight's), None where not tried."""
+    plan = _dict(plan)
+    members = _members(hosts, hostvars)
+    found = group.plan_for(str(host), str(name), [str(h) for h in hosts or []], members, _reached(master_read))
     return dict(plan, argv=list(plan.get("argv") or []) + found["words"],
                 problems=list(plan.get("problems") or []) + found["problems"], group=found)
 
@@ -92,12 +116,12 @@ def vllm_group_failures(hosts: Any, hostvars: Any, host: str) -> list[str]:
     return group.failures(_others(hosts, hostvars, host, "_vllm_server_wait"))
 
 
-def vllm_group_split(chosen: Any, hosts: Any, hostvars: Any) -> list[str]:
+def vllm_group_split(chosen: Any, hosts: Any, hostvars: Any, one_at_a_time: bool = False) -> list[str]:
     """Why an operation on ``chosen`` hosts would split a serving group of ``hosts``, one sentence per group."""
     groups = {}
     for host in hosts or []:
         groups[str(host)] = str(hostvars[host].get("vllm_server_serving_group") or "") if host in hostvars else ""
-    return group.split_groups([str(h) for h in chosen or []], groups)
+    return group.split_groups([str(h) for h in chosen or []], groups, bool(one_at_a_time))
 
 
 class FilterModule:
@@ -106,4 +130,5 @@ class FilterModule:
     def filters(self):
         return {"vllm_group_member": vllm_group_member, "vllm_group_plan": vllm_group_plan,
                 "vllm_group_rank": vllm_group_rank, "vllm_group_rollout": vllm_group_rollout,
-                "vllm_group_failures": vllm_group_failures, "vllm_group_split": vllm_group_split}
+                "vllm_group_failures": vllm_group_failures, "vllm_group_split": vllm_group_split,
+                "vllm_group_head": vllm_group_head}

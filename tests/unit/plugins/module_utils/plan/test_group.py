@@ -131,3 +131,22 @@ def test_an_operation_on_part_of_a_group_is_refused_and_on_all_of_it_allowed():
         "a is a rank(s) of the serving group 'qwen' without b: its other ranks cannot serve without them; choose all "
         "its hosts (a, b), or first deploy them without vllm_server_serving_group."]
     assert group.split_groups(["a", "b"], groups) == [] and group.split_groups(["c"], groups) == []
+
+
+@pytest.mark.parametrize("reached, refused", [(None, False), ("refused", False), ("open", False),
+                                              ("unreachable: timed out", True)])
+def test_a_master_port_the_other_ranks_cannot_reach_is_refused(reached, refused):
+    problems = group.plan_for("gpu-node-2", "qwen", HOSTS, MEMBERS, reached)["problems"]
+    assert bool(problems) == refused, problems
+    assert not refused or problems == [
+        "From gpu-node-2, the head of group 'qwen' (10.0.0.11, vllm_server_serving_group_master_port 29501) is "
+        "unreachable: timed out: the ranks meet there when the group starts, and it would never form; open the port "
+        "between the group's hosts."]
+
+
+def test_an_operation_that_starts_hosts_one_at_a_time_refuses_any_rank_of_a_group():
+    groups = {"a": "qwen", "b": "qwen", "c": ""}
+    assert group.split_groups(["a", "b"], groups, one_at_a_time=True) == [
+        "a, b are rank(s) of the serving group 'qwen', whose ranks start only together, and this operation starts its "
+        "hosts one at a time: deploy the group's previous settings instead."]
+    assert group.split_groups(["c"], groups, one_at_a_time=True) == []
