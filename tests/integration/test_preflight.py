@@ -109,6 +109,12 @@ CASES = {
     # unit's word, a list where a name goes, a YAML true where seconds go, each named, in one failure.
     "kinds": {"vllm_server_host": "0.0.0.0 --enable-lora", "vllm_server_served_model_name": ["a", "b"],
               "vllm_server_wait_timeout": True},
+    # Two hosts of one serving group (module_utils/plan/group) that disagree on the release, the second naming an
+    # interface it does not have: both refused, naming the hosts, before either changes (the tree check above).
+    "group-head": {"vllm_server_serving_group": "pair", "vllm_server_host": "0.0.0.0",
+                   "vllm_server_internal_address": "10.255.0.1", "vllm_server_internal_interface": "lo"},
+    "group-rank": {"vllm_server_serving_group": "pair", "vllm_server_host": "0.0.0.0", "vllm_common_version": "0.33.0",
+                   "vllm_server_internal_address": "10.255.0.2", "vllm_server_internal_interface": "llmops-none0"},
 }
 
 
@@ -319,3 +325,10 @@ def test_a_newline_in_a_path_fails_before_any_change(preflight):
 def test_every_setting_is_held_to_its_kind_before_any_change(preflight):
     assert_fails_naming(preflight["kinds"], "vllm_server_host must be a host name", "vllm_server_served_model_name must be",
                         "vllm_server_wait_timeout must be a whole number")
+
+
+@pytest.mark.parametrize("name", ["group-head", "group-rank"])
+def test_a_serving_group_whose_hosts_disagree_is_refused_on_every_host(preflight, name: str):
+    assert_fails_naming(preflight[name], "The hosts of group 'pair' disagree on vllm_common_version (group-head: 0.20.2, "
+                        "group-rank: 0.33.0)", "internal_interface of group-rank is 'llmops-none0', which that host "
+                        "does not have", "internal_interface of group-head is 'lo'")
