@@ -116,12 +116,20 @@ def vllm_group_failures(hosts: Any, hostvars: Any, host: str) -> list[str]:
     return group.failures(_others(hosts, hostvars, host, "_vllm_server_wait"))
 
 
+def serving_groups(hosts: Any, hostvars: Any) -> dict[str, str]:
+    """{host: the serving group it names, or ""} for ``hosts`` (a host hostvars does not know: "")."""
+    return dict((str(host), str(hostvars[host].get("vllm_server_serving_group") or "") if host in hostvars else "")
+                for host in hosts or [])
+
+
+def vllm_group_hosts(hosts: Any, hostvars: Any, name: str) -> list[str]:
+    """The hosts of ``hosts`` that name the serving group ``name``, in their order ([] without a name)."""
+    return [host for host, named in serving_groups(hosts, hostvars).items() if name and named == name]
+
+
 def vllm_group_split(chosen: Any, hosts: Any, hostvars: Any, one_at_a_time: bool = False) -> list[str]:
     """Why an operation on ``chosen`` hosts would split a serving group of ``hosts``, one sentence per group."""
-    groups = {}
-    for host in hosts or []:
-        groups[str(host)] = str(hostvars[host].get("vllm_server_serving_group") or "") if host in hostvars else ""
-    return group.split_groups([str(h) for h in chosen or []], groups, bool(one_at_a_time))
+    return group.split_groups([str(h) for h in chosen or []], serving_groups(hosts, hostvars), bool(one_at_a_time))
 
 
 class FilterModule:
@@ -131,4 +139,4 @@ class FilterModule:
         return {"vllm_group_member": vllm_group_member, "vllm_group_plan": vllm_group_plan,
                 "vllm_group_rank": vllm_group_rank, "vllm_group_rollout": vllm_group_rollout,
                 "vllm_group_failures": vllm_group_failures, "vllm_group_split": vllm_group_split,
-                "vllm_group_head": vllm_group_head}
+                "vllm_group_head": vllm_group_head, "vllm_group_hosts": vllm_group_hosts}

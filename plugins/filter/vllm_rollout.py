@@ -8,6 +8,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.llmops.vllm.plugins.filter.vllm_group import serving_groups
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import rollout
 from ansible_collections.llmops.vllm.plugins.module_utils.probe.inputs import env_file, remember
 
@@ -43,12 +44,11 @@ def vllm_stage_restarts(status: Any, inputs: Any, check_mode: bool = False) -> b
 
 
 def vllm_rollout_batches(hosts: list[str], hostvars: Mapping[str, Any], serial: Any = 1) -> dict[str, Any]:
-    restarts, groups = {}, {}
+    restarts = {}
     for host in hosts:
         value = hostvars[host].get("vllm_server_roll_restarts") if host in hostvars else None
         restarts[host] = None if value is None else rollout.flag(value)
-        groups[host] = str(hostvars[host].get("vllm_server_serving_group") or "") if host in hostvars else ""
-    return rollout.batches(list(hosts), restarts, groups, serial)
+    return rollout.batches(list(hosts), restarts, serving_groups(hosts, hostvars), serial)
 
 
 def vllm_server_result(outcome: Any, decision: Any, facts: Any, failure: Any = None) -> dict[str, Any]:
