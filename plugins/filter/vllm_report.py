@@ -1,5 +1,6 @@
 """The filters that turn each host's vllm_server_result into the fleet report (``module_utils/report/fleet``), the
-speed figures a deploy keeps (``module_utils/probe/speed``) and the Prometheus targets (``module_utils/report/prometheus``)."""
+speed figures a deploy keeps (``module_utils/probe/speed``), the Prometheus targets (``module_utils/report/prometheus``)
+and the alert rules (``module_utils/report/alerts``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.llmops.vllm.plugins.module_utils.report import alerts
 from ansible_collections.llmops.vllm.plugins.module_utils.report import fleet
 from ansible_collections.llmops.vllm.plugins.module_utils.report import prometheus
 from ansible_collections.llmops.vllm.plugins.module_utils.report import status
@@ -63,6 +65,37 @@ def vllm_prometheus_targets(hosts: list[str], hostvars: Mapping[str, Any], previ
     return targets
 
 
+def vllm_prometheus_rules(hosts: list[str], hostvars: Mapping[str, Any], settings: Any = None,
+                          previous: Any = None) -> dict[str, Any]:
+    """The fleet's alert rules (module_utils/report/alerts): each host's gates as its preflight read them
+    (vllm_server_gates), the acceptance length its speed gate measured when this deploy started it."""
+    found = alerts.settings_problems(settings)
+    if found:
+        raise AnsibleFilterError("the alert rules were not written: %s." % "; ".join(found))
+    servers = []
+    for host in hosts:
+        facts = _facts(hostvars, host)
+        result = facts.get("vllm_server_result")
+        result = dict(result) if isinstance(result, Mapping) else {}
+        if (result.get("group") or {}).get("rank") not in (None, 0):
+            continue   # a serving group's other ranks serve no /metrics: the head's figures are the group's
+        gates = facts.get("vllm_server_gates")
+        gates = dict(gates) if isinstance(gates, Mapping) else None
+        plan = facts.get("vllm_server_plan") if isinstance(facts.get("vllm_server_plan"), Mapping) else {}
+        if gates is not None and plan.get("gate_baseline"):
+            gates["baseline_tokens_per_second"] = plan["gate_baseline"]   # measured by a compare run
+        bench = result.get("bench") if isinstance(result.get("bench"), Mapping) else {}
+        measured = bench.get("acceptance_length") if result.get("status") == "ready" and result.get("restarted") else None
+        servers.append({"host": host, "reached": gates is not None, "gate": gates or {},
+                        "speculative_method": (gates or {}).get("speculative_method"),
+                        "measured_acceptance_length": measured})
+    return alerts.rules(servers, dict(settings or {}), previous if isinstance(previous, Mapping) else None)
+
+
+def vllm_prometheus_rules_problems(settings: Any) -> list[str]:
+    return alerts.settings_problems(settings)
+
+
 def vllm_status_report(hosts: list[str], hostvars: Mapping[str, Any], doors: Any = None, deploy_report: Any = None,
                        deploy_report_at: Any = None) -> dict[str, Any]:
     """The fleet at a glance (module_utils/report/status): each host's vllm_server_status, where the front doors have it,
@@ -88,4 +121,5 @@ class FilterModule:
         return {"vllm_fleet_report": vllm_fleet_report, "vllm_rollout_failed": vllm_rollout_failed,
                 "vllm_rollout_stopped_by": vllm_rollout_stopped_by, "vllm_bench_figures": vllm_bench_figures,
                 "vllm_prometheus_targets": vllm_prometheus_targets, "vllm_prometheus_problems": vllm_prometheus_problems,
-                "vllm_status_report": vllm_status_report}
+                "vllm_status_report": vllm_status_report, "vllm_prometheus_rules": vllm_prometheus_rules,
+                "vllm_prometheus_rules_problems": vllm_prometheus_rules_problems}

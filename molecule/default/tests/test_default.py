@@ -209,3 +209,19 @@ def test_prometheus_finds_the_server_in_the_targets_file(tmp_path):
     assert discovered(Path(RECORD) / "targets.json", tmp_path) == [{
         "instance": "vllm-molecule-1:8000", "job": "vllm", "host": "vllm-molecule-1", "model": MODEL,
         "vllm_version": "0.32.0", "speculative_method": "dflash", "drafter": "tiny-qwen3-agree-dflash"}]
+
+
+def test_the_deploy_wrote_alert_rules_prometheus_reads_holding_the_host_to_its_gate(tmp_path):
+    import subprocess
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "helpers"))   # outside the suite's farm
+    from prometheus import executable
+
+    rules = Path(RECORD) / "rules.yml"
+    checked = subprocess.run([executable(), "check", "rules", str(rules)], capture_output=True, text=True, timeout=60,
+                             check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    text = rules.read_text()
+    # The gate's default floor for a DFlash drafter (the demo sets none), and the 5.0 its first start measured.
+    assert 'label_replace(vector(1.1), "host", "vllm-molecule-1", "", "")' in text, text
+    assert 'label_replace(vector(5), "host", "vllm-molecule-1", "", "")' in text, text

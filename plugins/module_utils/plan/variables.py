@@ -18,7 +18,8 @@ from ansible_collections.llmops.vllm.plugins.module_utils.plan.layers import LAY
 PREFIXES = re.compile(r"^vllm_(common|install|drafter|server|frontend|deploy|compare|tune|status|rollback|remove)_")
 # playbooks/deploy.yml's own settings.
 DEPLOY = ("vllm_deploy_serial", "vllm_deploy_max_fail_percentage", "vllm_deploy_report_path",
-          "vllm_deploy_prometheus_targets_path", "vllm_deploy_speed_report_dir")
+          "vllm_deploy_prometheus_targets_path", "vllm_deploy_prometheus_rules_path", "vllm_deploy_alerts",
+          "vllm_deploy_speed_report_dir")
 # playbooks/compare.yml's own settings.
 COMPARE = ("vllm_compare_canary", "vllm_compare_configurations", "vllm_compare_concurrency", "vllm_compare_repeats",
            "vllm_compare_target_concurrency", "vllm_compare_mix", "vllm_compare_finish", "vllm_compare_dir") + RUN_OPTIONS
@@ -37,7 +38,7 @@ PUBLISHED = ("vllm_deploy_failed", "vllm_deploy_not_rolled", "vllm_deploy_reache
              "vllm_server_result", "vllm_drafter_staged_tree", "vllm_server_roll_restarts", "vllm_server_compare_key",
              "vllm_server_bench_workload", "vllm_server_bench_result", "vllm_server_status",
              "vllm_install_pruned", "vllm_server_starts", "vllm_server_plan", "vllm_drafter_plan",
-             "vllm_server_serving_group_member")
+             "vllm_server_serving_group_member", "vllm_server_gates")
 
 
 def known_names(argument_specs):
