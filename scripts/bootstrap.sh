@@ -25,6 +25,34 @@ fi
 
 "$ROOT/scripts/docker-up.sh"
 
+# The engine's parts (the wheelhouse, then the venv the integration tests run and the tiny models) and the base
+# image of the molecule hosts (debootstrap) wait on the network and a core each, not on the tool venvs: they run
+# beside them, each logging to its own file, shown once it ends (all of it if it failed). On a new machine that
+# took the set-up from 4 min 53 s (one after the other) down by their overlap.
+background_pids=()
+background_logs=()
+in_background() {   # name, command...
+  local name="$1"
+  shift
+  mkdir -p "$CACHE"
+  ("$@") >"$CACHE/set-up-$name.log" 2>&1 &
+  background_pids+=("$!")
+  background_logs+=("$CACHE/set-up-$name.log")
+}
+engine_parts() {
+  set -euo pipefail
+  "$ROOT/scripts/wheelhouse.sh"
+  "$ROOT/scripts/engine-venv.sh"
+  if [[ ! -f "$MODELS/.complete" ]]; then
+    log "tiny target model and DFlash drafter in $MODELS"
+    rm -rf "$MODELS"
+    HF_HUB_OFFLINE=1 "$ENGINE_VENV/bin/python" "$ROOT/tests/fixtures/models/make_tiny_models.py" "$MODELS" >/dev/null
+    touch "$MODELS/.complete"
+  fi
+}
+in_background engine engine_parts
+in_background base-image "$ROOT/scripts/base-image.sh"
+
 if [[ ! -x "$TOOLS_VENV/bin/molecule" ]]; then
   log "tool venv $TOOLS_VENV"
   rm -rf "$TOOLS_VENV"
@@ -60,15 +88,16 @@ PYEOF
   rm -rf "$VENDOR_COLLECTIONS.tmp"
 fi
 
-"$ROOT/scripts/wheelhouse.sh"
-"$ROOT/scripts/engine-venv.sh"
-if [[ ! -f "$MODELS/.complete" ]]; then
-  log "tiny target model and DFlash drafter in $MODELS"
-  rm -rf "$MODELS"
-  HF_HUB_OFFLINE=1 "$ENGINE_VENV/bin/python" "$ROOT/tests/fixtures/models/make_tiny_models.py" "$MODELS" >/dev/null
-  touch "$MODELS/.complete"
-fi
-"$ROOT/scripts/base-image.sh"
+failed=0
+for i in "${!background_pids[@]}"; do
+  if wait "${background_pids[$i]}"; then
+    grep -h '^==>' "${background_logs[$i]}" >&2 || true
+  else
+    failed=1
+    cat "${background_logs[$i]}" >&2
+  fi
+done
+((failed == 0)) || exit 1
 
 # promtool from the distribution's Prometheus package, unpacked, not installed (no daemon): the tests check the
 # fleet's service-discovery file with it.
