@@ -1,6 +1,6 @@
 """The filters that turn each host's vllm_server_result into the fleet report (``module_utils/report/fleet``), the
 speed figures a deploy keeps (``module_utils/probe/speed``), the Prometheus targets (``module_utils/report/prometheus``)
-and the alert rules (``module_utils/report/alerts``)."""
+the alert rules (``module_utils/report/alerts``) and the dashboard (``module_utils/report/dashboard``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.vllm.plugins.module_utils.report import alerts
+from ansible_collections.llmops.vllm.plugins.module_utils.report import dashboard
 from ansible_collections.llmops.vllm.plugins.module_utils.report import fleet
 from ansible_collections.llmops.vllm.plugins.module_utils.report import prometheus
 from ansible_collections.llmops.vllm.plugins.module_utils.report import status
@@ -96,6 +97,14 @@ def vllm_prometheus_rules_problems(settings: Any) -> list[str]:
     return alerts.settings_problems(settings)
 
 
+def vllm_grafana_dashboard(settings: Any = None) -> dict[str, Any]:
+    """The fleet's Grafana dashboard (module_utils/report/dashboard), for the same settings as the rules."""
+    found = alerts.settings_problems(settings)
+    if found:
+        raise AnsibleFilterError("the dashboard was not written: %s." % "; ".join(found))
+    return dashboard.dashboard(dict(settings or {}))
+
+
 def vllm_status_report(hosts: list[str], hostvars: Mapping[str, Any], doors: Any = None, deploy_report: Any = None,
                        deploy_report_at: Any = None) -> dict[str, Any]:
     """The fleet at a glance (module_utils/report/status): each host's vllm_server_status, where the front doors have it,
@@ -122,4 +131,5 @@ class FilterModule:
                 "vllm_rollout_stopped_by": vllm_rollout_stopped_by, "vllm_bench_figures": vllm_bench_figures,
                 "vllm_prometheus_targets": vllm_prometheus_targets, "vllm_prometheus_problems": vllm_prometheus_problems,
                 "vllm_status_report": vllm_status_report, "vllm_prometheus_rules": vllm_prometheus_rules,
-                "vllm_prometheus_rules_problems": vllm_prometheus_rules_problems}
+                "vllm_prometheus_rules_problems": vllm_prometheus_rules_problems,
+                "vllm_grafana_dashboard": vllm_grafana_dashboard}

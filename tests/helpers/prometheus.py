@@ -1,14 +1,20 @@
-"""What Prometheus finds in a deploy's targets file: the distribution's promtool (LLMOPS_PROMTOOL, unpacked by
-scripts/bootstrap.sh) checks the config that names it, then runs its file-based discovery. Used by the integration
-test of the targets and by both scenarios' verify (which put this folder on sys.path: they run outside the suite's
-collection farm)."""
+"""The distribution's Prometheus (LLMOPS_PROMTOOL and the server beside it, unpacked by scripts/bootstrap.sh): what it
+finds in a deploy's targets file (promtool checks the config that names it, then runs its file-based discovery), and
+a server that scrapes a real engine and evaluates the fleet's rules. Used by the integration tests and by both
+scenarios' verify (which put this folder on sys.path: they run outside the suite's collection farm)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
+
+import yaml
 
 
 def executable() -> str:
@@ -31,3 +37,61 @@ def discovered(targets: Path, work: Path) -> list[dict]:
     # promtool lists the discovered targets in no fixed order (seen both ways): by instance.
     return sorted(({k: v for k, v in target["labels"].items() if not k.startswith("__")} for target in json.loads(found.stdout)),
                   key=lambda labels: labels.get("instance", ""))
+
+
+class Server:
+    """The distribution's Prometheus server (the binary beside promtool) on a loopback port: scraping every second,
+    evaluating its rules every second, its data in ``work``. Stopped by ``stop()``."""
+
+    def __init__(self, work: Path, rules: dict, targets: list, port: int):
+        self.port, self.work = port, work
+        (work / "rules.yml").write_text(yaml.safe_dump(rules, sort_keys=False))
+        (work / "targets.json").write_text(json.dumps(targets))
+        (work / "prometheus.yml").write_text(yaml.safe_dump({
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "1s"},
+            "rule_files": [str(work / "rules.yml")],
+            "scrape_configs": [{"job_name": "vllm", "file_sd_configs": [{"files": [str(work / "targets.json")]}]}]}))
+        binary = str(Path(executable()).with_name("prometheus"))
+        self.log = (work / "prometheus.log").open("wb")
+        self.proc = subprocess.Popen([binary, "--config.file=%s" % (work / "prometheus.yml"),
+                                      "--storage.tsdb.path=%s" % (work / "data"),
+                                      "--web.listen-address=127.0.0.1:%d" % port], stdout=self.log, stderr=subprocess.STDOUT)
+        self._until(lambda: self._get("/-/ready") is not None, 60, "Prometheus did not get ready")
+
+    def _get(self, path: str):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port, path), timeout=5) as resp:
+                return resp.read().decode()
+        except (urllib.error.URLError, OSError):
+            return None
+
+    def _until(self, ok, seconds: float, why: str):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if ok():
+                return
+            time.sleep(0.5)
+        raise AssertionError("%s within %s s (its log: %s)" % (why, seconds, (self.work / "prometheus.log").read_text()[-2000:]))
+
+    def query(self, expr: str) -> list[dict]:
+        """The instant vector ``expr`` returns now ([] on an error)."""
+        text = self._get("/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+        return json.loads(text)["data"]["result"] if text else []
+
+    def firing(self) -> list[dict]:
+        """The labels of each alert firing now."""
+        text = self._get("/api/v1/alerts")
+        return [a["labels"] for a in json.loads(text)["data"]["alerts"] if a["state"] == "firing"] if text else []
+
+    def wait_firing(self, name: str, seconds: float = 60) -> dict:
+        self._until(lambda: any(a["alertname"] == name for a in self.firing()), seconds, "%s did not fire" % name)
+        return next(a for a in self.firing() if a["alertname"] == name)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.log.close()

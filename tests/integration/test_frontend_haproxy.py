@@ -15,12 +15,14 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
+from ansible_collections.llmops.vllm.plugins.module_utils.report import alerts
 from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_module, run_playbook
 from ansible_collections.llmops.vllm.tests.fixtures import vllm_routes
 from ansible_collections.llmops.vllm.tests.helpers.http_stub import HttpStub, Route
@@ -169,6 +171,27 @@ def test_a_host_that_disappears_costs_no_request(front_door):
     assert "Server vllm/b is DOWN" in log
     # Without option http-buffer-request HAProxy cannot send a POST again: the ones in flight on b came back 502.
     assert " 502 " not in log and " 503 " not in log
+
+
+def test_haproxys_exporter_shows_a_server_its_check_took_down_as_the_alert_reads_it(tmp_path: Path):
+    metrics_port = free_port()
+    with running_front_door(tmp_path, vllm_frontend_metrics_port=metrics_port) as door:
+        door["hosts"]["b"].close()
+        rule = next(rule for group in alerts.rules([])["groups"] for rule in group["rules"]
+                    if rule.get("alert") == "VllmFrontDoorBackendDown")
+        # The alert's selector, as HAProxy 2.6 writes the series (one per state, 1 for the server's own).
+        wanted = 'haproxy_server_status{proxy="vllm",server="b",state="DOWN"} 1'
+        assert rule["expr"] == 'haproxy_server_status{proxy="vllm", state="DOWN"} == 1'
+        deadline, text = time.monotonic() + 10, ""
+        while wanted not in text and time.monotonic() < deadline:
+            time.sleep(0.3)
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % metrics_port, timeout=5) as resp:
+                text = resp.read().decode()
+        assert wanted in text and 'haproxy_server_status{proxy="vllm",server="a",state="UP"} 1' in text, text[-2000:]
+        # Nothing else on that port; the clients' port does not serve the exporter.
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen("http://127.0.0.1:%d/stats" % metrics_port, timeout=5)
+    assert "frontend vllm_metrics" in door["config"].read_text()
 
 
 def test_the_health_check_is_the_liveness_probe_and_takes_a_hung_engine_out(front_door):

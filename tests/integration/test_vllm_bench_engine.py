@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
-from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import counters
+from ansible_collections.llmops.vllm.plugins.module_utils.probe.speed import MISCONFIGURED_BELOW, counters
+from ansible_collections.llmops.vllm.plugins.module_utils.report import alerts
 from ansible_collections.llmops.vllm.plugins.module_utils.report import compare
+from ansible_collections.llmops.vllm.plugins.module_utils.report import dashboard
+from ansible_collections.llmops.vllm.plugins.module_utils.report import prometheus as prometheus_targets
+from ansible_collections.llmops.vllm.tests.helpers import prometheus
 from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_module
-from ansible_collections.llmops.vllm.tests.helpers.vllm_serve import SERVED, VllmServe, free_port, wait_args
+from ansible_collections.llmops.vllm.tests.helpers.vllm_serve import SERVED, VllmServe, free_port, http, wait_args
 
 pytestmark = pytest.mark.engine
 
@@ -24,6 +30,8 @@ OUTPUT_LEN = 1 + 4 * (K + 1)
 # of CPU, which reads a step's tokens late and then at once, moves its decode figure by little. Over 21 tokens (0.2 s
 # for two requests) one such client read 1,208 tok/s against the engine's 517.
 CHAT_OUTPUT_LEN = 1 + 16 * (K + 1)
+# The alerts a random drafter fires: under the DFlash floor, and under 0.8 of what a matching drafter measured.
+WANTED = {"VllmAcceptanceBelowFloor", "VllmAcceptanceBelowMeasured"}
 
 
 BUILTIN = Path(__file__).resolve().parents[2] / "roles" / "vllm_server" / "files" / "workloads" / "llmops-builtin.json"
@@ -47,6 +55,52 @@ def bench(server, cli, tiny_models, tmp_path, **options):
             "tokenizer": str(tiny_models["target"]), "result_dir": str(tmp_path / "bench"), "num_prompts": 3,
             "input_len": 16, "output_len": OUTPUT_LEN, "warmups": 1, **options}
     return run_module("llmops.vllm.vllm_bench", args, timeout=900).result()
+
+
+def watch(server, tmp_path):
+    """Prometheus on this engine with the fleet's rules and dashboard: the host held to the DFlash floor, to 4.5
+    measured at its start and to a decode floor of 1 tok/s; figures over 15 s, alerts at once."""
+    settings = {"window": "15s", "for": "0s", "down_for": "0s"}
+    targets = prometheus_targets.entries([{"host": "tiny-host", "status": "ready", "endpoint": "http://127.0.0.1:%d" % server.port,
+                                           "model": SERVED, "version": "0.32.0", "speculative_method": "dflash"}])
+    rules = alerts.rules([{"host": "tiny-host", "speculative_method": "dflash", "gate": {"min_decode_tokens_per_second": 1},
+                           "measured_acceptance_length": 4.5}], settings)
+    work = tmp_path / "prometheus"
+    work.mkdir()
+    # Every figure the rules record, every query of the dashboard but the watchdog's and the front door's
+    # (node_exporter and HAProxy do not run here).
+    queries = [rule["record"] for group in rules["groups"] for rule in group["rules"] if "record" in rule]
+    queries += [expr for _title, expr in dashboard.expressions(dashboard.dashboard(settings))
+                if not re.search(r"vllm_restarts_total|vllm_crash_loop|vllm_up\b|haproxy_", expr)]
+    return prometheus.Server(work, rules, targets, free_port()), queries
+
+
+def observe(watcher, queries, server, seconds=60):
+    """While requests keep coming: which queries return series, what fires, the acceptance length recorded."""
+    stop = threading.Event()
+
+    def traffic():
+        while not stop.is_set():
+            try:
+                http(server.port, "/v1/completions", {"model": SERVED, "prompt": "hello", "max_tokens": 8})
+            except OSError:
+                time.sleep(0.2)
+
+    thread = threading.Thread(target=traffic, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + seconds
+        while True:
+            series = {expr: bool(watcher.query(expr)) for expr in queries}
+            firing = {a["alertname"] for a in watcher.firing()}
+            if time.monotonic() > deadline or (all(series.values()) and WANTED <= firing):
+                break
+            time.sleep(1)
+        found = watcher.query(alerts.ACCEPTANCE)
+        return {"series": series, "firing": firing, "acceptance": float(found[0]["value"][1]) if found else None}
+    finally:
+        stop.set()
+        thread.join(30)
 
 
 @pytest.fixture(scope="module")
@@ -126,12 +180,25 @@ def test_agreeing_pair_accepts_every_draft(engine_python, vllm_cli, tiny_models,
 
 def test_random_drafter_misses_an_acceptance_gate_with_its_figures(engine_python, vllm_cli, tiny_models, tmp_path, installed_cli):
     server = serve(engine_python, vllm_cli, tmp_path, tiny_models["target"], tiny_models["drafter"])
+    # The one Prometheus run of the suite: the distribution's server scrapes this engine while the gate measures it, with
+    # the fleet's rules (windows short enough for a test) and dashboard, as the deploy writes them.
+    watcher, queries = watch(server, tmp_path)
     try:
         res = bench(server, installed_cli, tiny_models, tmp_path, concurrency=[1, 2], min_acceptance_length=K)
         # No gate set: a DFlash server is held to the misconfigured-drafter floor, which the random drafter misses.
         floor = bench(server, installed_cli, tiny_models, tmp_path, speculative_method="dflash")
+        seen = observe(watcher, queries, server)
+        server.stop()
+        down = watcher.wait_firing("VllmServerDown")
     finally:
         server.stop()
+        watcher.stop()
+    # What Prometheus made of the real engine's metrics: each query returned series.
+    assert all(seen["series"].values()), seen["series"]
+    # The random drafter's acceptance, under the gate's floor for DFlash and under 0.8 of what its start measured.
+    assert WANTED <= seen["firing"], seen["firing"]
+    assert "VllmServerDown" not in seen["firing"] and down["host"] == "tiny-host", (seen["firing"], down)
+    assert 1.0 <= seen["acceptance"] < MISCONFIGURED_BELOW, seen["acceptance"]
     assert floor["failed"] and floor["reason"] == "low_acceptance", floor.get("msg")
     assert "below the default floor 1.1 for a dflash drafter" in floor["msg"] and "another target" in floor["msg"]
     assert res["failed"] and res["status"] == "failed" and res["reason"] == "low_acceptance", res.get("msg")

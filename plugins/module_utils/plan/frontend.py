@@ -148,5 +148,10 @@ def problems(entries, door, inventory=(), mode="completion", values=None):
     if not entries:
         out.append("vllm_frontend_servers is empty: the front door needs at least one vLLM host behind it.")
     values = values or {}
+    metrics = values.get("vllm_frontend_metrics_port")
+    if isinstance(metrics, int) and not isinstance(metrics, bool) and metrics and (
+            metrics > 65535 or metrics == values.get("vllm_frontend_port")):
+        out.append("vllm_frontend_metrics_port %s is not a port of its own (1-65535, not vllm_frontend_port); 0 exposes "
+                   "no exporter." % metrics)
     return (value_problems(values) + out + _check_problems(entries, mode)
             + _key_problems(entries, values.get("vllm_frontend_api_key", "")))

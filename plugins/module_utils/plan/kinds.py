@@ -74,6 +74,7 @@ KIND = {
     "vllm_frontend_check_fast_interval": "haproxy_time", "vllm_frontend_check_down_interval": "haproxy_time",
     "vllm_frontend_check_timeout": "haproxy_time", "vllm_frontend_api_key": "token?",
     "vllm_frontend_api_key_previous": "token?", "vllm_frontend_timeout": "haproxy_time", "vllm_frontend_retries": "count",
+    "vllm_frontend_metrics_port": "count", "vllm_frontend_metrics_address": "address",
     # vllm_install
     "vllm_install_python": "path", "vllm_install_home": "path", "vllm_install_system_packages": "words",
     "vllm_install_index_url": "url?", "vllm_install_extra_index_urls": "urls",

@@ -19,6 +19,7 @@ PREFIXES = re.compile(r"^vllm_(common|install|drafter|server|frontend|deploy|com
 # playbooks/deploy.yml's own settings.
 DEPLOY = ("vllm_deploy_serial", "vllm_deploy_max_fail_percentage", "vllm_deploy_report_path",
           "vllm_deploy_prometheus_targets_path", "vllm_deploy_prometheus_rules_path", "vllm_deploy_alerts",
+          "vllm_deploy_grafana_dashboard_path",
           "vllm_deploy_speed_report_dir")
 # playbooks/compare.yml's own settings.
 COMPARE = ("vllm_compare_canary", "vllm_compare_configurations", "vllm_compare_concurrency", "vllm_compare_repeats",
