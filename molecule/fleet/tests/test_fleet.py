@@ -66,7 +66,7 @@ def restarted(name, host):
 
 def test_every_phase_ran_and_ended_as_expected():
     assert [p["phase"] for p in PHASES] == ["deploy", "deploy"] + NAMES[2:]
-    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0]
+    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0, 0, 0, 0, 0, 0]
 
 
 @pytest.mark.parametrize("name", ROLLING)
@@ -203,16 +203,21 @@ def test_a_hung_engine_left_traffic_and_came_back_by_itself():
 
 def test_the_watchdog_killed_only_the_hung_engine(host):
     # Every rollout, failed start and SSH cut of the scenario went by without a watchdog restart; the hang did not.
+    # Once the group's worker is killed, the head's watchdog may kill the head before it exits by itself (its probes
+    # fail while the group is broken): either way the group forms again, so kills there are the group's to make.
     name = host.backend.get_hostname()
+    journal = host.run("journalctl -u vllm-watchdog -o short-unix --no-pager").stdout
+    kills = [float(line.split()[0]) for line in journal.splitlines() if "liveness probes failed in a row" in line]
+    group = phase("group-worker-killed")
+    elsewhere = [t for t in kills if not group["start"] <= t <= group["end"]]
+    hung = phase("hung")
+    assert [hung["start"] <= t <= hung["end"] for t in elsewhere] == ([True] if name == LAST else []), journal[-2000:]
     text = host.file("/var/lib/prometheus/node-exporter/vllm.prom").content_string
-    kills = 1 if name == LAST else 0
-    assert 'vllm_restarts_total{service="vllm",cause="watchdog"} %d' % kills in text, text
+    assert 'vllm_restarts_total{service="vllm",cause="watchdog"} %d' % len(kills) in text, text
     # The last host's engine exited once by itself (its group's worker killed), which systemd restarted: counted apart.
     assert name != LAST or re.search(r'vllm_restarts_total\{service="vllm",cause="exit"\} [1-9]', text), text
     # The removed host's last figures stay in its textfile; only a serving host must say it is up.
     assert name == LAST or 'vllm_up{service="vllm"} 1' in text, text
-    journal = host.run("journalctl -u vllm-watchdog -o cat").stdout
-    assert journal.count("liveness probes failed in a row") == kills, journal[-2000:]
 
 
 def test_every_host_serves_the_group_at_the_end_with_its_last_config(host):
