@@ -1,5 +1,5 @@
 """The filters that turn each host's vllm_server_result into the fleet report (``module_utils/report/fleet``), the
-speed figures a deploy keeps (``module_utils/probe/speed``), the Prometheus targets (``module_utils/report/prometheus``)
+speed figures a deploy keeps (``module_utils/probe/speed``), the Prometheus targets (``module_utils/report/prometheus``),
 the alert rules (``module_utils/report/alerts``) and the dashboard (``module_utils/report/dashboard``)."""
 
 from __future__ import annotations
@@ -78,8 +78,8 @@ def vllm_prometheus_rules(hosts: list[str], hostvars: Mapping[str, Any], setting
         facts = _facts(hostvars, host)
         result = facts.get("vllm_server_result")
         result = dict(result) if isinstance(result, Mapping) else {}
-        if (result.get("group") or {}).get("rank") not in (None, 0):
-            continue   # a serving group's other ranks serve no /metrics: the head's figures are the group's
+        if not prometheus.serves_metrics(result):
+            continue
         gates = facts.get("vllm_server_gates")
         gates = dict(gates) if isinstance(gates, Mapping) else None
         plan = facts.get("vllm_server_plan") if isinstance(facts.get("vllm_server_plan"), Mapping) else {}

@@ -17,6 +17,20 @@ from pathlib import Path
 import yaml
 
 
+def write_from_hostvars(tmp_path: Path, hosts: dict, content: str, extra_vars: dict):
+    """Run, on the controller, one copy task writing ``content`` (a template of ``groups``, ``hostvars`` and
+    ``extra_vars``) to ``extra_vars["path"]``, over an inventory of ``hosts`` in vllm_servers, as the deploy's last play
+    writes the targets and the rules. Returns the run."""
+    from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_playbook   # the suite's farm only
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"vllm_servers": {"hosts": hosts}},
+                                                 "hosts": {"localhost": {"ansible_connection": "local"}}}}))
+    play = [{"name": "Write the file", "hosts": "localhost", "gather_facts": False,
+             "tasks": [{"name": "Write it", "ansible.builtin.copy": {"content": content, "dest": "{{ path }}",
+                                                                     "mode": "0644"}}]}]
+    return run_playbook(play, inventory=inventory, extra_vars=extra_vars)
+
+
 def executable() -> str:
     """The distribution's promtool, unpacked by scripts/bootstrap.sh."""
     promtool = os.environ.get("LLMOPS_PROMTOOL", "")

@@ -11,17 +11,11 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.vllm.tests.helpers import prometheus
-from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_playbook
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus" / "alerts.test.yml"
 
-PLAY = [{
-    "name": "Write the rules", "hosts": "localhost", "gather_facts": False,
-    "tasks": [{"name": "Write them", "ansible.builtin.copy": {
-        "content": "{{ groups['vllm_servers'] | llmops.vllm.vllm_prometheus_rules(hostvars, settings | default({}), "
-                   "lookup('ansible.builtin.file', path, errors='ignore') | default('{}', true) | from_yaml) | to_nice_yaml }}",
-        "dest": "{{ path }}", "mode": "0644"}}],
-}]
+RULES = ("{{ groups['vllm_servers'] | llmops.vllm.vllm_prometheus_rules(hostvars, settings | default({}), "
+         "lookup('ansible.builtin.file', path, errors='ignore') | default('{}', true) | from_yaml) | to_nice_yaml }}")
 
 # The two hosts of the fixture: what each one's preflight published, and what its start this deploy measured.
 HOSTS = {
@@ -40,13 +34,10 @@ HOSTS = {
 
 
 def write(tmp_path, hosts, settings=None):
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text(yaml.safe_dump({"all": {"children": {"vllm_servers": {"hosts": hosts}},
-                                                 "hosts": {"localhost": {"ansible_connection": "local"}}}}))
     extra = {"path": str(tmp_path / "rules.yml")}
     if settings is not None:
         extra["settings"] = settings
-    return run_playbook(PLAY, inventory=inventory, extra_vars=extra)
+    return prometheus.write_from_hostvars(tmp_path, hosts, RULES, extra)
 
 
 def promtool(*args, cwd=None):

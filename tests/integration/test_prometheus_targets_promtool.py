@@ -10,15 +10,9 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.vllm.tests.helpers import prometheus
-from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_playbook
 
-PLAY = [{
-    "name": "Write the targets", "hosts": "localhost", "gather_facts": False,
-    "tasks": [{"name": "Write them", "ansible.builtin.copy": {
-        "content": "{{ groups['vllm_servers'] | llmops.vllm.vllm_prometheus_targets(hostvars, lookup('ansible.builtin.file', "
-                   "path, errors='ignore') | default('[]', true) | from_json) | to_nice_json }}\n",
-        "dest": "{{ path }}", "mode": "0644"}}],
-}]
+TARGETS = ("{{ groups['vllm_servers'] | llmops.vllm.vllm_prometheus_targets(hostvars, lookup('ansible.builtin.file', "
+           "path, errors='ignore') | default('[]', true) | from_json) | to_nice_json }}\n")
 
 
 def result(status, address, version="0.20.2"):
@@ -27,10 +21,7 @@ def result(status, address, version="0.20.2"):
 
 
 def write(tmp_path, hosts):
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text(yaml.safe_dump({"all": {"children": {"vllm_servers": {"hosts": hosts}},
-                                                 "hosts": {"localhost": {"ansible_connection": "local"}}}}))
-    run = run_playbook(PLAY, inventory=inventory, extra_vars={"path": str(tmp_path / "targets.json")})
+    run = prometheus.write_from_hostvars(tmp_path, hosts, TARGETS, {"path": str(tmp_path / "targets.json")})
     assert run.rc == 0, run.report()
     return json.loads((tmp_path / "targets.json").read_text())
 

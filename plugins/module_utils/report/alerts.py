@@ -149,8 +149,11 @@ def rules(servers, settings=None, previous=None):
     kept = previous_thresholds(previous)
     job = 'job="%s"' % s["job"]
     w = s["window"]
-    watchdog = '{job="%s"}' % s["watchdog_job"] if s["watchdog_job"] else ""
-    frontend = ', job="%s"' % s["frontend_job"] if s["frontend_job"] else ""
+    watchdog_job = ['job="%s"' % s["watchdog_job"]] if s["watchdog_job"] else []
+    frontend_job = ['job="%s"' % s["frontend_job"]] if s["frontend_job"] else []
+
+    def select(metric, *labels):
+        return "%s{%s}" % (metric, ", ".join(labels)) if labels else metric
 
     def rate(metric, by=BY):
         return "sum by (%s) (rate(%s{%s}[%s]))" % (by, metric, job, w)
@@ -192,13 +195,14 @@ def rules(servers, settings=None, previous=None):
         alert("VllmNotServing", "(sum by (%s) (vllm:num_requests_running{%s}) > 0) unless (%s > 0)"
               % (BY, job, rate("vllm:request_success_total")), s["down_for"],
               "{{ $labels.host }}: requests are running but none finished in %s" % w, "critical"),
-        alert("VllmLivenessFailing", "vllm_up%s == 0" % watchdog, s["down_for"],
+        alert("VllmLivenessFailing", "%s == 0" % select("vllm_up", *watchdog_job), s["down_for"],
               "{{ $labels.instance }}: the watchdog's 1-token completion fails ({{ $labels.service }})", "critical"),
-        alert("VllmRestarting", "sum without (cause) (increase(vllm_restarts_total%s[%s])) >= %d"
-              % (watchdog, s["restarts_window"], s["restarts"]), "0s",
+        alert("VllmRestarting", "sum without (cause) (increase(%s[%s])) >= %d"
+              % (select("vllm_restarts_total", *watchdog_job), s["restarts_window"], s["restarts"]), "0s",
               "{{ $labels.instance }}: {{ $labels.service }} restarted %d times or more in %s" % (s["restarts"], s["restarts_window"])),
-        alert("VllmInBackoff", "vllm_crash_loop%s == 1 or increase(vllm_restarts_total{cause=\"backoff\"%s}[%s]) > 0"
-              % (watchdog, watchdog[1:-1] and ", " + watchdog[1:-1], s["restarts_window"]), "0s",
+        alert("VllmInBackoff", "%s == 1 or increase(%s[%s]) > 0"
+              % (select("vllm_crash_loop", *watchdog_job), select("vllm_restarts_total", 'cause="backoff"', *watchdog_job),
+                 s["restarts_window"]), "0s",
               "{{ $labels.instance }}: {{ $labels.service }} failed its start limit and waits in the watchdog's backoff",
               "critical"),
         alert("VllmAcceptanceBelowFloor", "%s < on(host) group_left() %s" % (ACCEPTANCE, MIN_ACCEPTANCE), s["for"],
@@ -223,8 +227,9 @@ def rules(servers, settings=None, previous=None):
               % (job, w, _format(float(s["kv_cache_usage"]))), s["for"],
               "{{ $labels.host }}: the KV cache is {{ $value | humanizePercentage }} full"),
         # HAProxy's exporter: a server of the front door's backend that its health check holds down.
-        alert("VllmFrontDoorBackendDown", 'haproxy_server_status{proxy="%s", state="DOWN"%s} == 1'
-              % (s["frontend_backend"], frontend), s["down_for"],
+        alert("VllmFrontDoorBackendDown",
+              "%s == 1" % select("haproxy_server_status", 'proxy="%s"' % s["frontend_backend"], 'state="DOWN"',
+                                 *frontend_job), s["down_for"],
               "{{ $labels.instance }}: the front door holds {{ $labels.server }} down (its health check fails)"),
     ]
     return {"groups": [{"name": "llmops-vllm-figures", "rules": figures},

@@ -25,6 +25,12 @@ def target_of(endpoint):
     return "%s:%d" % ("[%s]" % host if ":" in host else host, port)
 
 
+def serves_metrics(server):
+    """Whether a server's result is one Prometheus scrapes: a serving group's other ranks serve no /metrics, the
+    head's target is the group's."""
+    return (server.get("group") or {}).get("rank") in (None, 0)
+
+
 def entries(servers, previous=None):
     """``servers``: [{host, status, endpoint, model, version, speculative_method, drafter}] in the fleet's order;
     ``previous``: the file's current list (or None). Returns the new list."""
@@ -34,8 +40,7 @@ def entries(servers, previous=None):
             kept[entry["labels"]["host"]] = entry
     out = []
     for server in servers:
-        if (server.get("group") or {}).get("rank") not in (None, 0):
-            # A serving group's other ranks serve no /metrics: the head's target is the group's.
+        if not serves_metrics(server):
             continue
         if server.get("status") == "ready" and server.get("endpoint"):
             labels = {
