@@ -74,6 +74,12 @@ def vllm_compare_baseline(directory: str, name: str, fields: Any, settings: Any)
             "blocks": compare.measured_blocks(kept, str(name)) if value else []}
 
 
+def vllm_compare_serving(directory: str, fields: Any, serving: Any) -> Any:
+    """What the compare run kept for a key measured on the configuration a host serves (module_utils/report/compare
+    .serving_figures), or None."""
+    return compare.serving_figures(_kept(directory, fields), _dict(fields), _dict(serving))
+
+
 def vllm_compare_expected(schedule: Any, deployed: Any, runs_per_block: Any, directory: str, fields: Any,
                           settings: Any) -> dict[str, Any]:
     """How long the run will take, from the record kept for the same key and workload
@@ -104,6 +110,7 @@ class FilterModule:
         return {"vllm_compare_problems": vllm_compare_problems, "vllm_compare_order": vllm_compare_order,
                 "vllm_compare_settings": vllm_compare_settings, "vllm_compare_describe": vllm_compare_describe,
                 "vllm_compare_key": vllm_compare_key, "vllm_compare_baseline": vllm_compare_baseline,
+                "vllm_compare_serving": vllm_compare_serving,
                 "vllm_compare_expected": vllm_compare_expected,
                 "vllm_compare_schedule": vllm_compare_schedule, "vllm_compare_settled": vllm_compare_settled,
                 "vllm_tune_choice": vllm_tune_choice}

@@ -69,7 +69,8 @@ def vllm_prometheus_targets(hosts: list[str], hostvars: Mapping[str, Any], previ
 def vllm_prometheus_rules(hosts: list[str], hostvars: Mapping[str, Any], settings: Any = None,
                           previous: Any = None) -> dict[str, Any]:
     """The fleet's alert rules (module_utils/report/alerts): each host's gates as its preflight read them
-    (vllm_server_gates), the acceptance length its speed gate measured when this deploy started it."""
+    (vllm_server_gates, with what the compare run of its key measured on its configuration), the acceptance length its
+    speed gate measured when this deploy started it."""
     found = alerts.settings_problems(settings)
     if found:
         raise AnsibleFilterError("the alert rules were not written: %s." % "; ".join(found))
@@ -87,9 +88,11 @@ def vllm_prometheus_rules(hosts: list[str], hostvars: Mapping[str, Any], setting
             gates["baseline_tokens_per_second"] = plan["gate_baseline"]   # measured by a compare run
         bench = result.get("bench") if isinstance(result.get("bench"), Mapping) else {}
         measured = bench.get("acceptance_length") if result.get("status") == "ready" and result.get("restarted") else None
+        compared = (gates or {}).pop("compare", None)
         servers.append({"host": host, "reached": gates is not None, "gate": gates or {},
                         "speculative_method": (gates or {}).get("speculative_method"),
-                        "measured_acceptance_length": measured})
+                        "measured_acceptance_length": measured,
+                        "compare": dict(compared) if isinstance(compared, Mapping) else None})
     return alerts.rules(servers, dict(settings or {}), previous if isinstance(previous, Mapping) else None)
 
 

@@ -17,7 +17,8 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus" / "ale
 RULES = ("{{ groups['vllm_servers'] | llmops.vllm.vllm_prometheus_rules(hostvars, settings | default({}), "
          "lookup('ansible.builtin.file', path, errors='ignore') | default('{}', true) | from_yaml) | to_nice_yaml }}")
 
-# The two hosts of the fixture: what each one's preflight published, and what its start this deploy measured.
+# The two hosts of the fixture: what each one's preflight published (the second's with what the compare run of its key
+# measured), and what its start this deploy measured.
 HOSTS = {
     "gpu-node-1": {"vllm_server_gates": {"speculative_method": "dflash", "min_decode_tokens_per_second": 60,
                                          "min_acceptance_length": None, "baseline_tokens_per_second": 73.5,
@@ -25,7 +26,8 @@ HOSTS = {
                    "vllm_server_result": {"status": "ready", "restarted": True, "bench": {"acceptance_length": 3.2}}},
     "gpu-node-2": {"vllm_server_gates": {"speculative_method": "dflash", "min_decode_tokens_per_second": None,
                                          "min_acceptance_length": 2.5, "baseline_tokens_per_second": None,
-                                         "min_speedup": None},
+                                         "min_speedup": None,
+                                         "compare": {"name": "dflash-k15", "acceptance_length": 5.5, "stops_paying": 8}},
                    "vllm_server_result": {"status": "ready", "restarted": False, "bench": {}}},
     # A serving group's headless rank: the head's figures are the group's, so it has no threshold of its own.
     "gpu-node-3": {"vllm_server_gates": {"speculative_method": "dflash", "min_acceptance_length": 9},

@@ -52,6 +52,14 @@ QUEUE_P90 = "llmops_vllm:queue_time_seconds:p90"
 MIN_ACCEPTANCE = "llmops_vllm:min_acceptance_length"
 MEASURED_ACCEPTANCE = "llmops_vllm:measured_acceptance_length"
 MIN_DECODE = "llmops_vllm:min_decode_tokens_per_second"
+# Where the compare run of the host's key found speculation stops paying (the dashboard's concurrency panel).
+STOPS_PAYING = "llmops_vllm:stops_paying_concurrency"
+THRESHOLDS = (MIN_ACCEPTANCE, MEASURED_ACCEPTANCE, MIN_DECODE, STOPS_PAYING)
+# Which measurement MEASURED_ACCEPTANCE is, as its series' label: the compare run's when one of the host's key measured
+# the configuration it serves (many prompts, module_utils/report/compare.serving_figures), else the host's last start.
+MEASURED_BY = "measured_by"
+BY_COMPARE = "the compare run"
+BY_START = "its last start"
 
 BY = "job, instance, host, model"
 
@@ -96,9 +104,10 @@ def _float(value):
 
 def thresholds(server):
     """The per-host thresholds of one server: ``server`` is {host, speculative_method, gate: {the vllm_server_gate_*
-    settings without the prefix}, measured_acceptance_length}. The acceptance floor is the speed gate's own (its
-    default floor for a DFlash drafter when unset); the decode floor is the gate's minimum, or its baseline times
-    the speed-up it asks for, whichever is higher."""
+    settings without the prefix}, measured_acceptance_length, compare: compare.serving_figures or None}. The
+    acceptance floor is the speed gate's own (its default floor for a DFlash drafter when unset); the decode floor is
+    the gate's minimum, or its baseline times the speed-up it asks for, whichever is higher; the measured acceptance
+    is the compare run's for the configuration the host serves, else its start's."""
     gate = dict((key, _float(value)) for key, value in (server.get("gate") or {}).items() if key != "speculative_method")
     floor = gate.get("min_acceptance_length")
     if floor is None and server.get("speculative_method") in speed.FLOOR_METHODS:
@@ -106,24 +115,34 @@ def thresholds(server):
     decode = [value for value in (gate.get("min_decode_tokens_per_second"),
                                   (gate.get("baseline_tokens_per_second") or 0) * (gate.get("min_speedup") or 0))
               if _number(value) and value > 0]
-    measured = _float(server.get("measured_acceptance_length"))
+    compared = server.get("compare") or {}
+    measured = _float(compared.get("acceptance_length"))
+    by = BY_COMPARE
+    if not (_number(measured) and measured > 1):
+        measured, by = _float(server.get("measured_acceptance_length")), BY_START
+    stops = _float(compared.get("stops_paying"))
     return {
         MIN_ACCEPTANCE: floor if _number(floor) and floor > 0 else None,
-        MEASURED_ACCEPTANCE: measured if _number(measured) and measured > 1 else None,
+        MEASURED_ACCEPTANCE: (measured, by) if _number(measured) and measured > 1 else None,
         MIN_DECODE: max(decode) if decode else None,
+        STOPS_PAYING: stops if _number(stops) and stops > 0 else None,
     }
 
 
 def _host_series(host, value):
-    # A constant series with the host's label: the threshold a host's figure is compared to, on(host).
-    return 'label_replace(vector(%s), "host", "%s", "", "")' % (_format(value), host)
+    # A constant series with the host's label: the threshold a host's figure is compared to, on(host). A measured
+    # acceptance is (value, what measured it), as a second label.
+    value, by = value if isinstance(value, tuple) else (value, None)
+    series = 'label_replace(vector(%s), "host", "%s", "", "")' % (_format(value), host)
+    return series if by is None else 'label_replace(%s, "%s", "%s", "", "")' % (series, MEASURED_BY, by)
 
 
 def _format(value):
     return ("%.6f" % value).rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
 
 
-HOST_SERIES = re.compile(r'label_replace\(vector\(([0-9.eE+-]+)\), "host", "([^"]+)", "", ""\)')
+HOST_SERIES = re.compile(r'label_replace\(vector\(([0-9.eE+-]+)\), "host", "([^"]+)", "", ""\)'
+                         r'(?:, "%s", "([^"]*)", "", ""\))?' % MEASURED_BY)
 
 
 def previous_thresholds(document):
@@ -133,9 +152,9 @@ def previous_thresholds(document):
     try:
         for group in document["groups"]:
             for rule in group["rules"]:
-                if rule.get("record") in (MIN_ACCEPTANCE, MEASURED_ACCEPTANCE, MIN_DECODE):
-                    for value, host in HOST_SERIES.findall(str(rule.get("expr", ""))):
-                        found.setdefault(rule["record"], {})[host] = float(value)
+                if rule.get("record") in THRESHOLDS:
+                    for value, host, by in HOST_SERIES.findall(str(rule.get("expr", ""))):
+                        found.setdefault(rule["record"], {})[host] = (float(value), by) if by else float(value)
     except (KeyError, TypeError, ValueError):
         return {}
     return found
@@ -178,7 +197,7 @@ def rules(servers, settings=None, previous=None):
             known = server.get("reached", True) and (record != MEASURED_ACCEPTANCE or value is not None)
             if not known:
                 value = kept.get(record, {}).get(host)
-            elif record != MIN_DECODE and server.get("speculative_method") in (None, "", "none"):
+            elif record in (MIN_ACCEPTANCE, MEASURED_ACCEPTANCE) and server.get("speculative_method") in (None, "", "none"):
                 value = None
             if value is not None:
                 per_host.setdefault(record, []).append(_host_series(host, value))
@@ -208,10 +227,10 @@ def rules(servers, settings=None, previous=None):
         alert("VllmAcceptanceBelowFloor", "%s < on(host) group_left() %s" % (ACCEPTANCE, MIN_ACCEPTANCE), s["for"],
               "{{ $labels.host }}: acceptance length {{ $value | printf \"%.2f\" }} is below the gate's floor: "
               "the drafter no longer matches its target"),
-        alert("VllmAcceptanceBelowMeasured", "%s < on(host) group_left() (%s * %s)"
-              % (ACCEPTANCE, _format(float(s["acceptance_fraction"])), MEASURED_ACCEPTANCE), s["for"],
-              "{{ $labels.host }}: acceptance length {{ $value | printf \"%%.2f\" }} is below %s of what the host "
-              "measured at its start" % _format(float(s["acceptance_fraction"]))),
+        alert("VllmAcceptanceBelowMeasured", "%s < on(host) group_left(%s) (%s * %s)"
+              % (ACCEPTANCE, MEASURED_BY, _format(float(s["acceptance_fraction"])), MEASURED_ACCEPTANCE), s["for"],
+              "{{ $labels.host }}: acceptance length {{ $value | printf \"%%.2f\" }} is below %s of what "
+              "{{ $labels.%s }} measured" % (_format(float(s["acceptance_fraction"])), MEASURED_BY)),
         alert("VllmAcceptanceBelowFleet", "%s < on(model) group_left() (%s * quantile by (model) (0.5, %s)) "
               "and on(model) (count by (model) (%s) > 1)"
               % (ACCEPTANCE, _format(float(s["fleet_fraction"])), ACCEPTANCE, ACCEPTANCE), s["for"],

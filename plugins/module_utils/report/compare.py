@@ -362,6 +362,28 @@ def measured_blocks(kept, name):
     return [b for b in ((result.get("bench") or {}).get("blocks") or []) if isinstance(b, (int, float)) and b > 0]
 
 
+def serving_figures(kept, fields, serving):
+    """What the kept compare run measured on the configuration a host serves, for the fleet's alert rules and dashboard
+    (module_utils/report/alerts): ``serving`` is {method, k, extra} as the host serves them; the configuration is the
+    first that served in the kept run with the same method, K and extra keys and no args of its own. Returns {name,
+    acceptance_length (at concurrency 1, else the lowest measured), stops_paying (the concurrency at which it was no
+    faster than without speculation, None when it always was)}, or None: no record of this key, no such configuration,
+    no speculation. The workload is not held to the gate's: acceptance is the drafter's on the run's prompts."""
+    if not kept or kept.get("key") != key(fields) or not (serving or {}).get("method"):
+        return None
+    wanted = (serving["method"], int(serving.get("k") or 0), dict(serving.get("extra") or {}))
+    for result in _served(kept.get("results") or []):
+        if (result.get("method"), int(result.get("k") or 0), dict(result.get("extra") or {})) != wanted or result.get("args"):
+            continue
+        overall = cells(result["bench"]).get(OVERALL) or {}
+        at = 1 if 1 in overall else min(overall, default=None)
+        acceptance = (overall.get(at) or {}).get("acceptance_length")
+        return {"name": result["name"],
+                "acceptance_length": acceptance if isinstance(acceptance, (int, float)) and acceptance > 1 else None,
+                "stops_paying": (kept.get("stops_paying") or {}).get(result["name"])}
+    return None
+
+
 def _n(value, digits=2):
     return "-" if value is None else "%.*f" % (digits, value)
 

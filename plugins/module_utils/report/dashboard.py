@@ -47,7 +47,7 @@ def dashboard(settings=None):
         _panel(2, "Acceptance length", "timeseries",
                [("%s%s" % (alerts.ACCEPTANCE, on_host), "{{host}}"),
                 ("%s%s" % (alerts.MIN_ACCEPTANCE, on_host), "{{host}} floor"),
-                ("%s%s" % (alerts.MEASURED_ACCEPTANCE, on_host), "{{host}} at its start")],
+                ("%s%s" % (alerts.MEASURED_ACCEPTANCE, on_host), "{{host}} measured by {{%s}}" % alerts.MEASURED_BY)],
                0, 6, description="1 + accepted tokens / drafts over %s: K + 1 when every draft is accepted, 1 when "
                                  "none is (a drafter that no longer matches its target)." % s["window"]),
         _panel(3, "Acceptance by position", "timeseries",
@@ -62,9 +62,11 @@ def dashboard(settings=None):
                                   "clock: the speed gate's figure, beside the floor the gate held the host to."),
         _panel(5, "Concurrency", "timeseries",
                [("sum by (host) (vllm:num_requests_running{%s})" % job, "{{host}} running"),
-                ("sum by (host) (vllm:num_requests_waiting{%s})" % job, "{{host}} waiting")],
-               12, 14, description="Requests running and waiting: read the decode figure and the acceptance against it "
-                                   "(the compare run says where speculation stops paying for this key)."),
+                ("sum by (host) (vllm:num_requests_waiting{%s})" % job, "{{host}} waiting"),
+                ("%s%s" % (alerts.STOPS_PAYING, on_host), "{{host}} speculation stops paying")],
+               12, 14, description="Requests running and waiting, beside the concurrency at which the compare run of "
+                                   "the host's key found its configuration no faster than without speculation: above "
+                                   "it, the drafter costs more than it gives."),
         _panel(6, "Time to first token and queue time, 90th percentile", "timeseries",
                [("%s%s" % (alerts.TTFT_P90, on_host), "{{host}} first token"),
                 ("%s%s" % (alerts.QUEUE_P90, on_host), "{{host}} queue")],

