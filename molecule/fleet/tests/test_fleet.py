@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 RECORD = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"] + "-record")
 HOSTS = ["vllm-fleet-1", "vllm-fleet-2"]
@@ -310,6 +311,13 @@ def test_the_removed_host_left_the_front_door_and_monitoring_and_stopped():
     assert set(removed["marks"]) == {"out of the front door", "stopped for good"}
     targets = json.loads((RECORD / "targets-remove.json").read_text())
     assert [t["labels"]["host"] for t in targets] == ["vllm-fleet-1"], targets
+    # Its thresholds left the alert rules (each a constant series with the host's label); the host that stays keeps
+    # its own.
+    before, after = (re.findall(r'label_replace\(vector\(([0-9.]+)\), "host", "([^"]+)"', " ".join(
+        rule.get("expr", "") for group in yaml.safe_load((RECORD / ("rules-%s.yml" % name)).read_text())["groups"]
+        for rule in group["rules"])) for name in ("prune", "remove"))
+    assert {host for _value, host in before} == set(HOSTS), before
+    assert after == [(value, host) for value, host in before if host == "vllm-fleet-1"], after
     assert "vllm-fleet-2 left the fleet" in (RECORD / "deploy-remove.log").read_text()
 
 
