@@ -99,14 +99,18 @@ for i in "${!background_pids[@]}"; do
 done
 ((failed == 0)) || exit 1
 
-# promtool from the distribution's Prometheus package, unpacked, not installed (no daemon): the tests check the
-# fleet's service-discovery file with it.
-if [[ ! -x "$PROMTOOL" ]]; then
-  log "promtool from the prometheus package in ${PROMTOOL%/usr/bin/promtool}"
+# promtool and Prometheus from the distribution's package, and its node_exporter, unpacked, not installed (no daemon):
+# the tests check the fleet's files with promtool, and the one Prometheus run scrapes the engine, its front door and
+# the watchdog's textfile through node_exporter.
+if [[ ! -x "$PROMTOOL" || ! -x "$NODE_EXPORTER" ]]; then
+  log "promtool, Prometheus and node_exporter from the distribution's packages in ${PROMTOOL%/usr/bin/promtool}"
   tmp="$(mktemp -d)"
-  (cd "$tmp" && apt-get download -q prometheus >/dev/null 2>&1) || { apt-get update -q && (cd "$tmp" && apt-get download -q prometheus); }
+  (cd "$tmp" && apt-get download -q prometheus prometheus-node-exporter >/dev/null 2>&1) \
+    || { apt-get update -q && (cd "$tmp" && apt-get download -q prometheus prometheus-node-exporter); }
   rm -rf "${PROMTOOL%/usr/bin/promtool}"
-  dpkg-deb -x "$tmp"/prometheus_*.deb "${PROMTOOL%/usr/bin/promtool}"
+  for deb in "$tmp"/prometheus_*.deb "$tmp"/prometheus-node-exporter_*.deb; do
+    dpkg-deb -x "$deb" "${PROMTOOL%/usr/bin/promtool}"
+  done
   rm -rf "$tmp"
 fi
 

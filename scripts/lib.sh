@@ -25,6 +25,7 @@ VENDOR_COLLECTIONS="$CACHE/collections-ansible-$ANSIBLE_BUNDLE_VERSION"
 MODELS="$CACHE/models-$(_key "$ROOT"/tests/fixtures/models/{make_tiny_models,tiny_checkpoints}.py)"   # tiny target + DFlash drafter
 BASE_IMAGE="llmops-vllm/debian-systemd:bookworm-$(_key "$ROOT/scripts/base-image.sh")"
 PROMTOOL="$CACHE/prometheus-deb/usr/bin/promtool"   # the distribution's, unpacked by bootstrap.sh
+NODE_EXPORTER="$CACHE/prometheus-deb/usr/bin/prometheus-node-exporter"   # beside it, from its own package
 BUILD="$ROOT/.build"                       # gitignored: installed collection, run logs
 
 log() { printf '\n==> %s\n' "$*" >&2; }
@@ -35,7 +36,7 @@ activate_tools() {
   export ANSIBLE_COLLECTIONS_PATH="$BUILD/collections:$VENDOR_COLLECTIONS:$HOME/.ansible/collections"
   export LLMOPS_SANITY_VENV="$SANITY_VENV"
   export MOLECULE_IMAGE="$BASE_IMAGE" LLMOPS_WHEELHOUSE="$WHEELHOUSE" LLMOPS_ENGINE_VENV="$ENGINE_VENV" LLMOPS_MODELS="$MODELS"
-  export LLMOPS_PROMTOOL="$PROMTOOL"
+  export LLMOPS_PROMTOOL="$PROMTOOL" LLMOPS_NODE_EXPORTER="$NODE_EXPORTER"
   export LLMOPS_ENGINE_VERSION="$ENGINE_VERSION" LLMOPS_ENGINE_FROM_VERSION="$ENGINE_FROM_VERSION"
   export MOLECULE_GLOB="molecule/*/molecule.yml"   # the collection keeps scenarios at molecule/
   export PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1

@@ -1,6 +1,6 @@
 """The distribution's Prometheus (LLMOPS_PROMTOOL and the server beside it, unpacked by scripts/bootstrap.sh): what it
 finds in a deploy's targets file (promtool checks the config that names it, then runs its file-based discovery), and
-a server that scrapes a real engine and evaluates the fleet's rules. Used by the integration tests and by both
+a server that scrapes a real engine, its front door and node_exporter, and evaluates the fleet's rules. Used by the integration tests and by both
 scenarios' verify (which put this folder on sys.path: they run outside the suite's collection farm)."""
 
 from __future__ import annotations
@@ -53,18 +53,46 @@ def discovered(targets: Path, work: Path) -> list[dict]:
                   key=lambda labels: labels.get("instance", ""))
 
 
+class NodeExporter:
+    """The distribution's node_exporter (LLMOPS_NODE_EXPORTER, unpacked beside promtool) on a loopback port, with its
+    textfile collector alone, reading ``directory`` as it does on a host. Stopped by ``stop()``."""
+
+    def __init__(self, directory: Path, port: int, log: Path):
+        binary = os.environ.get("LLMOPS_NODE_EXPORTER", "")
+        assert os.access(binary, os.X_OK), "LLMOPS_NODE_EXPORTER is not node_exporter: run the suite with scripts/test.sh"
+        self.port, self.log = port, log.open("wb")
+        self.proc = subprocess.Popen([binary, "--collector.disable-defaults", "--collector.textfile",
+                                      "--collector.textfile.directory=%s" % directory,
+                                      "--web.listen-address=127.0.0.1:%d" % port], stdout=self.log, stderr=subprocess.STDOUT)
+
+    def stop(self):
+        _stop(self.proc)
+        self.log.close()
+
+
+def _stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
 class Server:
     """The distribution's Prometheus server (the binary beside promtool) on a loopback port: scraping every second,
-    evaluating its rules every second, its data in ``work``. Stopped by ``stop()``."""
+    evaluating its rules every second, its data in ``work``: the job ``vllm`` from the deploy's targets file, and
+    ``jobs`` ({name: [host:port]}) as static targets. Stopped by ``stop()``."""
 
-    def __init__(self, work: Path, rules: dict, targets: list, port: int):
+    def __init__(self, work: Path, rules: dict, targets: list, port: int, jobs: dict | None = None):
         self.port, self.work = port, work
         (work / "rules.yml").write_text(yaml.safe_dump(rules, sort_keys=False))
         (work / "targets.json").write_text(json.dumps(targets))
+        scrape = [{"job_name": "vllm", "file_sd_configs": [{"files": [str(work / "targets.json")]}]}]
+        scrape += [{"job_name": name, "static_configs": [{"targets": list(found)}]} for name, found in (jobs or {}).items()]
         (work / "prometheus.yml").write_text(yaml.safe_dump({
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "1s"},
-            "rule_files": [str(work / "rules.yml")],
-            "scrape_configs": [{"job_name": "vllm", "file_sd_configs": [{"files": [str(work / "targets.json")]}]}]}))
+            "rule_files": [str(work / "rules.yml")], "scrape_configs": scrape}))
         binary = str(Path(executable()).with_name("prometheus"))
         self.log = (work / "prometheus.log").open("wb")
         self.proc = subprocess.Popen([binary, "--config.file=%s" % (work / "prometheus.yml"),
@@ -102,10 +130,5 @@ class Server:
         return next(a for a in self.firing() if a["alertname"] == name)
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
+        _stop(self.proc)
         self.log.close()

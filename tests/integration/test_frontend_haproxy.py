@@ -10,9 +10,7 @@ traffic by the health check, which sends the hosts' liveness probe. The hosts ar
 from __future__ import annotations
 
 import contextlib
-import shutil
 import socket
-import subprocess
 import threading
 import time
 import urllib.error
@@ -23,20 +21,16 @@ import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
 from ansible_collections.llmops.vllm.plugins.module_utils.report import alerts
-from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_module, run_playbook
+from ansible_collections.llmops.vllm.tests.helpers import front_door as front_door_helper
+from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_module
 from ansible_collections.llmops.vllm.tests.fixtures import vllm_routes
 from ansible_collections.llmops.vllm.tests.helpers.http_stub import HttpStub, Route
+from ansible_collections.llmops.vllm.tests.helpers.vllm_serve import free_port
 
 COMPLETION = Route(body={"choices": [{"text": "ok", "finish_reason": "length"}]}, delay=0.2)
 # A served model name with what haproxy.cfg would read as a quote, a comment, a variable or a format.
 MODEL = "tiny'qwen3 #1 $HOME 50%"
 PROBE = liveness.request(MODEL)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def vllm_stub(port: int = 0) -> HttpStub:
@@ -83,36 +77,11 @@ def front_door(tmp_path: Path):
 
 @contextlib.contextmanager
 def running_front_door(tmp_path: Path, **settings):
-    assert shutil.which("haproxy"), "no haproxy: scripts/bootstrap.sh installs it"
     hosts = {"a": vllm_stub(), "b": vllm_stub()}
-    port, sock = free_port(), tmp_path / "admin.sock"
-    config = tmp_path / "haproxy.cfg"
-    rendered = run_playbook([{
-        "name": "Render the front door", "hosts": "localhost", "gather_facts": False,
-        "tasks": [{"name": "Render", "ansible.builtin.include_role": {"name": "llmops.vllm.vllm_frontend", "tasks_from": "config"}}],
-        "vars": {"vllm_frontend_config_path": str(config), "vllm_frontend_socket": str(sock), "vllm_frontend_port": port,
-                 "vllm_frontend_bind_address": "127.0.0.1", "vllm_frontend_check_interval": "200ms",
-                 "vllm_frontend_check_fast_interval": "200ms", "vllm_frontend_check_down_interval": "200ms",
-                 "vllm_frontend_check_timeout": "500ms",
-                 "vllm_frontend_servers": [{"name": name, "address": "127.0.0.1", "port": stub.port, "check": PROBE}
-                                           for name, stub in hosts.items()], **settings},
-    }], timeout=120)
-    assert rendered.rc == 0, rendered.report()
-    # As a plain process (no systemd here), its log on stdout instead of syslog, kept in a file the tests read.
-    config.write_text(config.read_text().replace("log /dev/log local0", "log stdout format raw local0"))
-    log = tmp_path / "haproxy.log"
-    proc = subprocess.Popen(["haproxy", "-db", "-f", str(config)], stdout=log.open("w"), stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 10
-        while not sock.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert sock.exists(), log.read_text()
-        time.sleep(0.5)   # two health checks: both servers UP
-        yield {"url": f"http://127.0.0.1:{port}/v1/completions", "socket": str(sock), "hosts": hosts, "config": config,
-               "log": log}
+        with front_door_helper.running(tmp_path, {name: stub.port for name, stub in hosts.items()}, MODEL, **settings) as door:
+            yield dict(door, hosts=hosts)
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
         for stub in hosts.values():
             stub.close()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
 import re
 import threading
@@ -17,7 +19,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.report import alerts
 from ansible_collections.llmops.vllm.plugins.module_utils.report import compare
 from ansible_collections.llmops.vllm.plugins.module_utils.report import dashboard
 from ansible_collections.llmops.vllm.plugins.module_utils.report import prometheus as prometheus_targets
-from ansible_collections.llmops.vllm.tests.helpers import prometheus
+from ansible_collections.llmops.vllm.tests.helpers import front_door, prometheus
 from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_module
 from ansible_collections.llmops.vllm.tests.helpers.vllm_serve import SERVED, VllmServe, free_port, http, wait_args
 
@@ -57,26 +59,66 @@ def bench(server, cli, tiny_models, tmp_path, **options):
     return run_module("llmops.vllm.vllm_bench", args, timeout=900).result()
 
 
+# The watchdog as its timer runs it on a host (roles/vllm_server/files, standard library only).
+_spec = importlib.util.spec_from_file_location(
+    "vllm_watchdog", Path(__file__).resolve().parents[2] / "roles" / "vllm_server" / "files" / "vllm_watchdog.py")
+WATCHDOG = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(WATCHDOG)
+# Every series a rule or a panel reads, as selectors: vLLM's, the watchdog's, HAProxy's and the recorded figures.
+SELECTOR = re.compile(r'(?<!["\w:])(?:vllm|llmops_vllm|haproxy)[\w:]*(?:\{[^}]*\})?')
+
+
 def watch(server, tmp_path):
-    """Prometheus on this engine with the fleet's rules and dashboard: the host held to the DFlash floor, to 4.5
-    measured at its start and to a decode floor of 1 tok/s; figures over 15 s, alerts at once."""
+    """Prometheus on this engine, its front door and its watchdog's textfile, with the fleet's rules and dashboard: the
+    host held to the DFlash floor, to 4.5 measured by a compare run of its key (which found speculation stops paying
+    at 2 requests) and to a decode floor of 1 tok/s; figures over 15 s, alerts at once. The front door and
+    node_exporter start with the traffic (observe): the gate's bench before it is measured alone."""
     settings = {"window": "15s", "for": "0s", "down_for": "0s"}
     targets = prometheus_targets.entries([{"host": "tiny-host", "status": "ready", "endpoint": "http://127.0.0.1:%d" % server.port,
                                            "model": SERVED, "version": "0.32.0", "speculative_method": "dflash"}])
     rules = alerts.rules([{"host": "tiny-host", "speculative_method": "dflash", "gate": {"min_decode_tokens_per_second": 1},
-                           "measured_acceptance_length": 4.5}], settings)
+                           "compare": {"acceptance_length": 4.5, "stops_paying": 2}}], settings)
     work = tmp_path / "prometheus"
-    work.mkdir()
-    # Every figure the rules record, every query of the dashboard but the watchdog's and the front door's
-    # (node_exporter and HAProxy do not run here).
+    (work / "textfile").mkdir(parents=True)
+    # Every figure the rules record, every query of the dashboard, and every series the rules read.
+    exprs = [rule["expr"] for group in rules["groups"] for rule in group["rules"]]
     queries = [rule["record"] for group in rules["groups"] for rule in group["rules"] if "record" in rule]
-    queries += [expr for _title, expr in dashboard.expressions(dashboard.dashboard(settings))
-                if not re.search(r"vllm_restarts_total|vllm_crash_loop|vllm_up\b|haproxy_", expr)]
-    return prometheus.Server(work, rules, targets, free_port()), queries
+    queries += [expr for _title, expr in dashboard.expressions(dashboard.dashboard(settings))]
+    queries += sorted({selector for expr in exprs for selector in SELECTOR.findall(expr)} - set(queries))
+    ports = {"haproxy": free_port(), "node": free_port()}
+    watcher = prometheus.Server(work, rules, targets, free_port(),
+                                jobs={name: ["127.0.0.1:%d" % port] for name, port in ports.items()})
+    return watcher, queries, ports
 
 
-def observe(watcher, queries, server, seconds=60):
-    """While requests keep coming: which queries return series, what fires, the acceptance length recorded."""
+def watchdog_run(server, directory, state):
+    """One run of the watchdog on this engine, as its timer runs it on a host, writing its textfile there: the unit's
+    state is the one thing given (systemd's on a host; here the process runs and was never restarted)."""
+    unit = {"active": "active", "sub": "running", "result": "success", "pid": server.proc.pid, "nrestarts": 0}
+    probe = liveness.request(SERVED)
+    state, action = WATCHDOG.decide(state, unit, None, 3, 3600)
+    if action == "probe":
+        result = WATCHDOG.probe("http://127.0.0.1:%d" % server.port, probe["path"], probe["body"], 10)
+        state, _action = WATCHDOG.decide(state, unit, None, 3, 3600, result)
+    WATCHDOG.write_atomically(str(directory / "vllm.prom"), WATCHDOG.textfile(state, "vllm"))
+    return state
+
+
+@contextlib.contextmanager
+def around(server, tmp_path, ports):
+    """The host's other parts, running: the front door before it (HAProxy's exporter on its port) and node_exporter
+    reading the watchdog's textfile."""
+    exporter = prometheus.NodeExporter(tmp_path / "prometheus" / "textfile", ports["node"], tmp_path / "node_exporter.log")
+    try:
+        with front_door.running(tmp_path, {"tiny-host": server.port}, SERVED, vllm_frontend_metrics_port=ports["haproxy"]):
+            yield
+    finally:
+        exporter.stop()
+
+
+def observe(watcher, queries, server, tmp_path, seconds=60):
+    """While requests keep coming: which queries return series, what fires, the acceptance length recorded, the
+    watchdog's state."""
     stop = threading.Event()
 
     def traffic():
@@ -88,16 +130,19 @@ def observe(watcher, queries, server, seconds=60):
 
     thread = threading.Thread(target=traffic, daemon=True)
     thread.start()
+    state = {}
     try:
         deadline = time.monotonic() + seconds
         while True:
+            state = watchdog_run(server, tmp_path / "prometheus" / "textfile", state)
             series = {expr: bool(watcher.query(expr)) for expr in queries}
             firing = {a["alertname"] for a in watcher.firing()}
             if time.monotonic() > deadline or (all(series.values()) and WANTED <= firing):
                 break
             time.sleep(1)
         found = watcher.query(alerts.ACCEPTANCE)
-        return {"series": series, "firing": firing, "acceptance": float(found[0]["value"][1]) if found else None}
+        return {"series": series, "firing": firing, "acceptance": float(found[0]["value"][1]) if found else None,
+                "watchdog": state}
     finally:
         stop.set()
         thread.join(30)
@@ -182,22 +227,29 @@ def test_random_drafter_misses_an_acceptance_gate_with_its_figures(engine_python
     server = serve(engine_python, vllm_cli, tmp_path, tiny_models["target"], tiny_models["drafter"])
     # The one Prometheus run of the suite: the distribution's server scrapes this engine while the gate measures it, with
     # the fleet's rules (windows short enough for a test) and dashboard, as the deploy writes them.
-    watcher, queries = watch(server, tmp_path)
+    watcher, queries, ports = watch(server, tmp_path)
     try:
         res = bench(server, installed_cli, tiny_models, tmp_path, concurrency=[1, 2], min_acceptance_length=K)
         # No gate set: a DFlash server is held to the misconfigured-drafter floor, which the random drafter misses.
         floor = bench(server, installed_cli, tiny_models, tmp_path, speculative_method="dflash")
-        seen = observe(watcher, queries, server)
-        server.stop()
-        down = watcher.wait_firing("VllmServerDown")
+        with around(server, tmp_path, ports):
+            seen = observe(watcher, queries, server, tmp_path)
+            server.stop()
+            # The watchdog's next run finds no answer; the front door's check takes the server down.
+            watchdog_run(server, tmp_path / "prometheus" / "textfile", seen["watchdog"])
+            down = {name: watcher.wait_firing(name)
+                    for name in ("VllmServerDown", "VllmLivenessFailing", "VllmFrontDoorBackendDown")}
     finally:
         server.stop()
         watcher.stop()
-    # What Prometheus made of the real engine's metrics: each query returned series.
-    assert all(seen["series"].values()), seen["series"]
+    # What Prometheus made of the real engine's, front door's and watchdog's metrics: each query returned series.
+    assert all(seen["series"].values()), [expr for expr, found in seen["series"].items() if not found]
+    assert any("haproxy_server_status" in expr for expr in seen["series"]) and any("vllm_up" in expr for expr in seen["series"])
     # The random drafter's acceptance, under the gate's floor for DFlash and under 0.8 of what its start measured.
     assert WANTED <= seen["firing"], seen["firing"]
-    assert "VllmServerDown" not in seen["firing"] and down["host"] == "tiny-host", (seen["firing"], down)
+    assert not set(down) & seen["firing"], seen["firing"]
+    assert down["VllmServerDown"]["host"] == "tiny-host" and down["VllmFrontDoorBackendDown"]["server"] == "tiny-host", down
+    assert down["VllmLivenessFailing"]["service"] == "vllm" and seen["watchdog"]["up"], (down, seen["watchdog"])
     assert 1.0 <= seen["acceptance"] < MISCONFIGURED_BELOW, seen["acceptance"]
     assert floor["failed"] and floor["reason"] == "low_acceptance", floor.get("msg")
     assert "below the default floor 1.1 for a dflash drafter" in floor["msg"] and "another target" in floor["msg"]
