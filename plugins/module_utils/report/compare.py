@@ -369,11 +369,11 @@ def serving_figures(kept, fields, serving):
     acceptance_length (at concurrency 1, else the lowest measured), stops_paying (the concurrency at which it was no
     faster than without speculation, None when it always was)}, or None: no record of this key, no such configuration,
     no speculation. The workload is not held to the gate's: acceptance is the drafter's on the run's prompts."""
-    if not kept or kept.get("key") != key(fields) or not (serving or {}).get("method"):
+    wanted = _configuration(serving)
+    if not isinstance(kept, dict) or kept.get("key") != key(fields) or not wanted or not wanted[0]:
         return None
-    wanted = (serving["method"], int(serving.get("k") or 0), dict(serving.get("extra") or {}))
-    for result in _served(kept.get("results") or []):
-        if (result.get("method"), int(result.get("k") or 0), dict(result.get("extra") or {})) != wanted or result.get("args"):
+    for result in _served([r for r in kept.get("results") or [] if isinstance(r, dict)]):
+        if _configuration(result) != wanted or result.get("args"):
             continue
         overall = cells(result["bench"]).get(OVERALL) or {}
         at = 1 if 1 in overall else min(overall, default=None)
@@ -382,6 +382,15 @@ def serving_figures(kept, fields, serving):
                 "acceptance_length": acceptance if isinstance(acceptance, (int, float)) and acceptance > 1 else None,
                 "stops_paying": (kept.get("stops_paying") or {}).get(result["name"])}
     return None
+
+
+def _configuration(described):
+    # (method, K, extra keys) of a host's settings or a kept result; None when they are not of those types (a value
+    # the preflight has yet to refuse, a record edited by hand).
+    try:
+        return (described.get("method") or "", int(described.get("k") or 0), dict(described.get("extra") or {}))
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def _n(value, digits=2):

