@@ -35,6 +35,10 @@ def vllm_chosen_hosts(value: Any, group: Any, variable: str) -> dict[str, Any]:
     return rollout.chosen(value, list(group or []), variable)
 
 
+def vllm_host_name_problems(hosts: Any, group: str) -> list[str]:
+    return rollout.host_name_problems(list(hosts or []), str(group))
+
+
 def vllm_stage_check(status: Any, inputs: Any, check_mode: bool = False) -> bool:
     return rollout.stage_check(_dict(status), _dict(inputs), rollout.flag(check_mode))
 
@@ -78,4 +82,5 @@ class FilterModule:
                 "vllm_stage_restarts": vllm_stage_restarts, "vllm_rollout_batches": vllm_rollout_batches,
                 "vllm_server_result": vllm_server_result, "vllm_failure_message": vllm_failure_message,
                 "vllm_inputs_history": vllm_inputs_history, "vllm_inputs_env": vllm_inputs_env,
-                "vllm_chosen_hosts": vllm_chosen_hosts, "vllm_changed_parts": vllm_changed_parts}
+                "vllm_chosen_hosts": vllm_chosen_hosts, "vllm_changed_parts": vllm_changed_parts,
+                "vllm_host_name_problems": vllm_host_name_problems}

@@ -15,6 +15,8 @@ start and the record leaves that reason too.
 
 from __future__ import annotations
 
+import re
+
 # The part names of roles/vllm_server's inputs (its vars' _vllm_server_input_parts), in the order a reason names
 # them; "<part> changed" is the reason a changed part gives (changed()).
 PARTS = ("unit", "env file", "drafter or model files", "virtualenv")
@@ -243,6 +245,20 @@ def failure_message(failure, service, venv, restored, refused, rollback_wait=Non
         tail = "Rolled back to the previous %s, but the previous server is not ready either: %s: %s." % (
             files, wait.get("reason") or "unknown", wait.get("detail") or wait.get("msg") or "")
     return head + tail
+
+
+# What a host's inventory name may hold: it is written into the front door's configuration (HAProxy's server names
+# take letters, digits, '-', '_', '.' and ':'), the Prometheus targets' labels and the alert rules' expressions.
+HOST_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,255}$")
+
+
+def host_name_problems(hosts, group):
+    """Sentences naming each host of ``group`` whose inventory name could not be written where the deploy writes it."""
+    bad = [host for host in hosts or [] if not isinstance(host, str) or not HOST_NAME.match(host)]
+    return ["The inventory names the host%s %s in %s: a host's name is written into the front door's configuration, "
+            "the Prometheus targets and the alert rules, so it may hold only letters, digits, '-', '_', '.' and ':' "
+            "(give its address in ansible_host)." % ("s" if len(bad) > 1 else "", ", ".join(repr(h) for h in bad), group)
+            ] if bad else []
 
 
 def chosen(value, group, variable):

@@ -190,3 +190,11 @@ def test_a_changed_part_is_worded_once_for_check_mode_and_for_the_host_s_digests
     # The role's inputs are made of exactly these parts, so a reason names what the digest found.
     parts = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["_vllm_server_input_parts"]
     assert tuple(parts) == rollout.PARTS
+
+
+def test_host_names_are_refused_where_the_deploy_could_not_write_them():
+    # Names HAProxy takes as server names, and so the targets and the rules: a DNS name, an address, an IPv6 one.
+    assert rollout.host_name_problems(["gpu-node-1", "10.0.0.12", "fd00::12", "gpu_node.dc1"], "vllm_servers") == []
+    # A quote ends the rules' label value; a space or '#' ends the front door's server line.
+    (problem,) = rollout.host_name_problems(["ok", 'gpu"node', "gpu node", "gpu#1", ""], "vllm_frontends")
+    assert problem.startswith("The inventory names the hosts 'gpu\"node', 'gpu node', 'gpu#1', '' in vllm_frontends")
