@@ -193,12 +193,13 @@ def rules(servers, settings=None, previous=None):
     per_host = {}
     for server in servers:
         host = server["host"]
+        reached = server.get("reached", True)
         for record, value in thresholds(server).items():
-            known = server.get("reached", True) and (record != MEASURED_ACCEPTANCE or value is not None)
-            if not known:
+            if reached and record in (MIN_ACCEPTANCE, MEASURED_ACCEPTANCE) and server.get("speculative_method") in (
+                    None, "", "none"):
+                value = None   # it no longer speculates: what it measured before is no threshold now
+            elif not reached or (record == MEASURED_ACCEPTANCE and value is None):
                 value = kept.get(record, {}).get(host)
-            elif record in (MIN_ACCEPTANCE, MEASURED_ACCEPTANCE) and server.get("speculative_method") in (None, "", "none"):
-                value = None
             if value is not None:
                 per_host.setdefault(record, []).append(_host_series(host, value))
     figures += [{"record": record, "expr": " or ".join(per_host[record])} for record in sorted(per_host)]

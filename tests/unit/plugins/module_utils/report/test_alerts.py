@@ -68,6 +68,9 @@ def test_a_server_without_speculation_gets_no_acceptance_threshold_but_keeps_its
                                           min_decode_tokens_per_second=40)]))
     assert alerts.MIN_ACCEPTANCE not in rules and alerts.MEASURED_ACCEPTANCE not in rules
     assert rules[alerts.MIN_DECODE] == 'label_replace(vector(40), "host", "a", "", "")'
+    # Nor does one that speculated at the last deploy and no longer does: what it measured then is not kept.
+    before = alerts.rules([server("a", measured=3.2)])
+    assert alerts.previous_thresholds(alerts.rules([server("a", method="none")], previous=before)) == {}
 
 
 def test_every_alert_is_there_with_the_jobs_and_windows_set():
