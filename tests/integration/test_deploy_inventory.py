@@ -18,8 +18,8 @@ from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_playbo
     ('vllm_servers:\n  hosts:\n    \'gpu"node 1\':\n      ansible_connection: local\n',
      "The inventory names the host 'gpu\"node 1' in vllm_servers"),
 ])
-def test_an_inventory_the_deploy_cannot_take_deploys_nothing_and_keeps_the_reports(repo_root: Path, tmp_path: Path,
-                                                                                    hosts: str, named: str):
+def test_an_inventory_the_deploy_cannot_take_deploys_nothing_and_keeps_the_reports(
+        repo_root: Path, tmp_path: Path, hosts: str, named: str):
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(hosts)
     report, targets = tmp_path / "report.json", tmp_path / "targets.json"
