@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import re
 import threading
@@ -19,7 +18,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils.report import alerts
 from ansible_collections.llmops.vllm.plugins.module_utils.report import compare
 from ansible_collections.llmops.vllm.plugins.module_utils.report import dashboard
 from ansible_collections.llmops.vllm.plugins.module_utils.report import prometheus as prometheus_targets
-from ansible_collections.llmops.vllm.tests.helpers import front_door, prometheus
+from ansible_collections.llmops.vllm.tests.helpers import front_door, prometheus, script_module
 from ansible_collections.llmops.vllm.tests.helpers.ansible_cli import run_module
 from ansible_collections.llmops.vllm.tests.helpers.vllm_serve import SERVED, VllmServe, free_port, http, wait_args
 
@@ -60,10 +59,8 @@ def bench(server, cli, tiny_models, tmp_path, **options):
 
 
 # The watchdog as its timer runs it on a host (roles/vllm_server/files, standard library only).
-_spec = importlib.util.spec_from_file_location(
-    "vllm_watchdog", Path(__file__).resolve().parents[2] / "roles" / "vllm_server" / "files" / "vllm_watchdog.py")
-WATCHDOG = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(WATCHDOG)
+WATCHDOG = script_module.load(Path(__file__).resolve().parents[2] / "roles" / "vllm_server" / "files" / "vllm_watchdog.py",
+                              "vllm_watchdog")
 # Every series a rule or a panel reads, as selectors: vLLM's, the watchdog's, HAProxy's and the recorded figures.
 SELECTOR = re.compile(r'(?<!["\w:])(?:vllm|llmops_vllm|haproxy)[\w:]*(?:\{[^}]*\})?')
 

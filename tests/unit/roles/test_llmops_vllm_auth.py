@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-SPEC = importlib.util.spec_from_file_location(
-    "llmops_vllm_auth", Path(__file__).resolve().parents[3] / "roles" / "vllm_server" / "files" / "llmops_vllm_auth.py")
-auth = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(auth)
+from ansible_collections.llmops.vllm.tests.helpers import script_module
+
+auth = script_module.load(Path(__file__).resolve().parents[3] / "roles" / "vllm_server" / "files" / "llmops_vllm_auth.py",
+                          "llmops_vllm_auth")
 
 KEY, METRICS = "k3y-for-tests", "metrics-only"
 

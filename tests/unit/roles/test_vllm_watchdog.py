@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import time
@@ -11,11 +10,10 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
+from ansible_collections.llmops.vllm.tests.helpers import script_module
 
-SPEC = importlib.util.spec_from_file_location(
-    "vllm_watchdog", Path(__file__).resolve().parents[3] / "roles" / "vllm_server" / "files" / "vllm_watchdog.py")
-watchdog = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(watchdog)
+watchdog = script_module.load(Path(__file__).resolve().parents[3] / "roles" / "vllm_server" / "files" / "vllm_watchdog.py",
+                              "vllm_watchdog")
 
 RUNNING = {"active": "active", "sub": "running", "result": "success", "pid": 100, "nrestarts": 0}
 OK, FAILED = (True, 0.05, ""), (False, 10.0, "timeout after 10 s")

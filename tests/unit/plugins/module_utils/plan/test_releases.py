@@ -3,14 +3,13 @@ project supports, and what the collection's own checks read from them."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import releases, rules, serve
+from ansible_collections.llmops.vllm.tests.helpers import script_module
 
 REPO = Path(__file__).resolve().parents[5]
 AUTH = REPO / "roles" / "vllm_server" / "files" / "llmops_vllm_auth.py"
@@ -19,18 +18,11 @@ FIELDS = ("package", "release", "speculative_keys", "budget_rule", "flags", "env
 
 
 def _intake():
-    spec = importlib.util.spec_from_file_location("vllm_intake", REPO / "scripts" / "vllm_intake.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["vllm_intake"] = module
-    spec.loader.exec_module(module)
-    return module
+    return script_module.load(REPO / "scripts" / "vllm_intake.py", "vllm_intake", register=True)
 
 
 def _auth():
-    spec = importlib.util.spec_from_file_location("llmops_vllm_auth", AUTH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module.load(AUTH, "llmops_vllm_auth")
 
 
 def test_every_supported_release_has_its_data():
