@@ -116,6 +116,13 @@ def vllm_group_failures(hosts: Any, hostvars: Any, host: str) -> list[str]:
     return group.failures(_others(hosts, hostvars, host, "_vllm_server_wait"))
 
 
+def vllm_group_wait(hosts: Any, hostvars: Any, active: Any, done: Any, rounds: Any) -> dict[str, Any]:
+    """Where the group's start stands after ``done`` rounds of ``rounds``: every rank's last slice of vllm_wait (each
+    host's _vllm_server_wait), the ranks still in the run ``active`` (ansible_play_hosts)."""
+    waits = dict((str(h), _dict(hostvars[h].get("_vllm_server_wait")) if h in hostvars else None) for h in hosts or [])
+    return group.wait_round(waits, [str(h) for h in active or []], int(done), int(rounds))
+
+
 def serving_groups(hosts: Any, hostvars: Any) -> dict[str, str]:
     """{host: the serving group it names, or ""} for ``hosts`` (a host hostvars does not know: "")."""
     return dict((str(host), str(hostvars[host].get("vllm_server_serving_group") or "") if host in hostvars else "")
@@ -138,5 +145,6 @@ class FilterModule:
     def filters(self):
         return {"vllm_group_member": vllm_group_member, "vllm_group_plan": vllm_group_plan,
                 "vllm_group_rank": vllm_group_rank, "vllm_group_rollout": vllm_group_rollout,
-                "vllm_group_failures": vllm_group_failures, "vllm_group_split": vllm_group_split,
+                "vllm_group_failures": vllm_group_failures, "vllm_group_wait": vllm_group_wait,
+                "vllm_group_split": vllm_group_split,
                 "vllm_group_head": vllm_group_head, "vllm_group_hosts": vllm_group_hosts}

@@ -241,15 +241,40 @@ def start_together(decision, others):
 
 def failures(waits):
     """Why the group cannot serve, from the other ranks' waits: {host: vllm_wait's result, or None where that rank did
-    not wait}. One sentence per rank that did not come up, with the reason its own log gave."""
+    not wait}. One sentence per rank whose wait failed, with the reason its own log gave; a slice that ran out (status
+    timeout) is a rank still starting, which a rank that failed cut short (wait_round names the ranks still starting
+    when the rounds run out)."""
     out = []
     for host in sorted(waits):
         wait = waits[host] or {}
-        if wait and wait.get("status") not in (None, "ready"):
+        if wait and wait.get("status") not in (None, "ready", "timeout"):
             detail = wait.get("detail") or wait.get("msg") or ""
             out.append("Rank %s of the group did not come up (%s%s)." % (
                 host, wait.get("reason") or wait.get("status"), (": " + str(detail)[:300]) if detail else ""))
     return out
+
+
+def wait_round(waits, active, done, rounds):
+    """Where a serving group's start stands after ``done`` rounds of ``rounds``, each a slice of vllm_wait on every
+    rank (roles/vllm_server/tasks/group_wait.yml). The ranks of one task cannot read each other's results until it
+    ends for all, so a rank that failed early (a headless rank at import, say, whose head would wait for it at the
+    rendezvous until its own timeout) is seen by the others after one slice, not at the timeout. waits: {host: that
+    rank's last result, None where it has none}; active: the hosts still in the run. {"state": "ready" | "waiting" |
+    "failed", "problems": one sentence per rank that keeps the group from serving}."""
+    ended = dict((host, wait) for host, wait in waits.items() if (wait or {}).get("status") not in (None, "timeout"))
+    failed = failures(waits)
+    # A rank whose own wait failed is named with its reason, whether or not the run still counts it among its hosts.
+    left = ["Rank %s of the group left the run (unreachable, or a task failed there) before the group came up." % host
+            for host in sorted(waits) if host not in active and host not in ended]
+    if failed or left:
+        return {"state": "failed", "problems": failed + left}
+    if all((wait or {}).get("status") == "ready" for wait in waits.values()):
+        return {"state": "ready", "problems": []}
+    if done < rounds:
+        return {"state": "waiting", "problems": []}
+    return {"state": "failed", "problems": [
+        "Rank %s of the group was still starting after %d slices of vllm_wait (%swait_timeout)." % (host, done, PREFIX)
+        for host in sorted(waits) if (waits[host] or {}).get("status") != "ready"]}
 
 
 def split_groups(chosen, groups, one_at_a_time=False):

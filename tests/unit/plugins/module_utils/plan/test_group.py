@@ -121,8 +121,42 @@ def test_one_rank_starting_again_starts_the_group():
 
 def test_a_rank_that_did_not_come_up_is_named_with_its_own_reason():
     found = group.failures({"gpu-node-2": {"status": "failed", "reason": "engine_died", "detail": "Worker proc died"},
-                            "gpu-node-3": {"status": "ready"}, "gpu-node-4": None})
+                            "gpu-node-3": {"status": "ready"}, "gpu-node-4": None,
+                            # Its slice ran out while it waited for the rank that failed: still starting, not named.
+                            "gpu-node-5": {"status": "timeout", "msg": "not ready after 20 s"}})
     assert found == ["Rank gpu-node-2 of the group did not come up (engine_died: Worker proc died)."]
+
+
+STARTING = {"status": "timeout", "reason": "timeout", "msg": "not ready within 20 s"}
+READY = {"status": "ready"}
+DIED = {"status": "failed", "reason": "missing_module", "detail": "No module named 'flash_attn.ops'"}
+
+
+@pytest.mark.parametrize("waits, active, done, state", [
+    # The head at the rendezvous (its slice ran out) while its headless rank died at import: failed after one round.
+    ({"head": STARTING, "rank": DIED}, ["head", "rank"], 1, "failed"),
+    ({"head": STARTING, "rank": STARTING}, ["head", "rank"], 1, "waiting"),
+    ({"head": READY, "rank": STARTING}, ["head", "rank"], 44, "waiting"),
+    ({"head": READY, "rank": READY}, ["head", "rank"], 45, "ready"),
+    ({"head": READY, "rank": STARTING}, ["head", "rank"], 45, "failed"),
+    # A rank that left the run (unreachable) cannot come up: nobody waits for it.
+    ({"head": STARTING, "rank": STARTING}, ["head"], 1, "failed"),
+    # No result at all is never ready: it is waited for until the rounds run out.
+    ({"head": READY, "rank": None}, ["head", "rank"], 1, "waiting"),
+])
+def test_a_group_start_ends_at_the_round_a_rank_fails_or_every_rank_is_ready(waits, active, done, state):
+    assert group.wait_round(waits, active, done, 45)["state"] == state
+
+
+def test_a_group_start_names_each_rank_that_keeps_it_from_serving():
+    assert group.wait_round({"head": STARTING, "rank": DIED}, ["head", "rank"], 1, 45)["problems"] == [
+        "Rank rank of the group did not come up (missing_module: No module named 'flash_attn.ops')."]
+    assert group.wait_round({"head": STARTING, "rank": STARTING}, ["head"], 1, 45)["problems"] == [
+        "Rank rank of the group left the run (unreachable, or a task failed there) before the group came up."]
+    assert group.wait_round({"head": STARTING, "rank": DIED}, ["head"], 1, 45)["problems"] == [
+        "Rank rank of the group did not come up (missing_module: No module named 'flash_attn.ops')."]
+    assert group.wait_round({"head": READY, "rank": None}, ["head", "rank"], 45, 45)["problems"] == [
+        "Rank rank of the group was still starting after 45 slices of vllm_wait (vllm_server_wait_timeout)."]
 
 
 def test_an_operation_on_part_of_a_group_is_refused_and_on_all_of_it_allowed():
