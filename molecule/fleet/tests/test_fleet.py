@@ -33,10 +33,10 @@ def _lines(name):
 PHASES = [p for p in _lines("phases.jsonl") if p["phase"] != "prepared"]
 REQUESTS = _lines("probe.jsonl")
 NAMES = ["first deploy", "no-op re-run", "change", "broken-venv", "killed", "unreachable", "hung",
-         "status", "rollback", "prune", "remove", "group", "group-worker-killed"]
+         "status", "rollback", "prune", "remove", "group", "group-worker-killed", "group-rank-fails"]
 # The phases in which both hosts serve one model as one serving group: the front door's one server is the group's
 # head, and it has no other while the group (re)forms.
-GROUP = ["group", "group-worker-killed"]
+GROUP = ["group", "group-worker-killed", "group-rank-fails"]
 ROLLING = [name for name in NAMES if name not in GROUP]
 
 
@@ -67,7 +67,7 @@ def restarted(name, host):
 
 def test_every_phase_ran_and_ended_as_expected():
     assert [p["phase"] for p in PHASES] == ["deploy", "deploy"] + NAMES[2:]
-    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0, 0, 0, 0, 0, 0]
+    assert [int(p["rc"]) for p in PHASES] == [0, 0, 0, 2, 2, 4, 0, 0, 0, 0, 0, 0, 0, 2]
 
 
 @pytest.mark.parametrize("name", ROLLING)
@@ -230,6 +230,8 @@ def test_every_host_serves_the_group_at_the_end_with_its_last_config(host):
     assert re.search(r"^\s*--max-num-seqs %s\b" % MAX_NUM_SEQS, unit, re.M), unit
     # The second host's layer of vllm_server_args (host_vars), given to both ranks by the group's settings.
     assert re.search(r"^\s*--seed 7\b", unit, re.M), unit
+    # Not the failed start's binding (group-rank-fails): its rollback put the last good unit back.
+    assert "OMP_THREADS_BIND=1-" not in unit, unit
     rank = HOSTS.index(name)
     words = " ".join(word for word in unit.split() if word != "\\")
     assert re.search(r"--tensor-parallel-size 2\b", words) and re.search(r"--nnodes 2 --node-rank %d\b" % rank, words), unit
@@ -353,3 +355,25 @@ def test_a_killed_worker_of_the_group_was_replaced_and_the_group_served_again_wi
     assert [restarted("group-worker-killed", h) for h in HOSTS] == [True, True]
     seconds_down, failed, sent = outage("group-worker-killed")
     assert seconds_down <= healed + 2, (seconds_down, healed, failed, sent)
+
+
+def test_a_group_start_that_failed_on_one_rank_ended_that_round_and_the_whole_group_went_back():
+    name = "group-rank-fails"
+    log = (RECORD / ("deploy-%s.log" % name)).read_text()
+    # The ranks waited in rounds of one 20 s slice each (the group's start, which succeeded, too): the headless rank's
+    # failure ended the group's wait after the round it failed in, where the head, waiting at the rendezvous, would
+    # have waited out its whole timeout (300 s: 15 slices) on its own.
+    rounds = [log.count("TASK [llmops.vllm.vllm_server : Wait a slice for this rank of the serving group]")
+              for log in (log, (RECORD / "deploy-group.log").read_text())]
+    assert 1 <= rounds[0] <= 3 and rounds[1] >= 1, rounds
+    # Each rank failed its start and was rolled back: the rank on its own log's reason, the head naming that rank.
+    head, rank = row(name, HOSTS[0]), row(name, LAST)
+    assert [(r["status"], r["rolled_back"]) for r in (head, rank)] == [("failed", True)] * 2, (head, rank)
+    assert head["reason"].startswith("Rank %s of the group did not come up" % LAST), head
+    assert "invalid literal for int()" in log, log[-3000:]
+    # Both back on the group's last good start (new processes), one outage through the front door, no rank left on
+    # the failed settings.
+    assert [restarted(name, h) for h in HOSTS] == [True, True]
+    assert all(phase(name)["pids"][h] not in (0, phase("group-worker-killed")["pids"][h]) for h in HOSTS)
+    seconds_down, failed, sent = outage(name)
+    assert failed < sent, (seconds_down, failed, sent)
