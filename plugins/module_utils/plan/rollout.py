@@ -229,8 +229,9 @@ def flag(value):
 def failure_message(failure, service, venv, restored, refused, rollback_wait=None):
     """What a failed start says: why, its root cause and hint, and what the rollback did."""
     failure = failure or {}
-    head = "%s: %s | root cause: %s | hint: %s | " % (
-        failure.get("reason") or "the start failed", failure.get("detail") or "",
+    # A group's rank failed by another rank has no detail of its own: its reason names that rank and why.
+    head = "%s%s | root cause: %s | hint: %s | " % (
+        failure.get("reason") or "the start failed", (": " + failure["detail"]) if failure.get("detail") else "",
         failure.get("root_cause_line") or "not found in the log", failure.get("hint") or "none")
     files = ", ".join(restored)
     if refused:

@@ -164,6 +164,12 @@ def test_failure_message(restored, refused, wait, tail):
     assert message == "config_error: vLLM refused it | root cause: not found in the log | hint: none | " + tail
 
 
+def test_a_failure_without_detail_reads_as_its_reason_alone():
+    rank = {"reason": "Rank gpu-node-2 of the group did not come up (config_error: bad core list).", "detail": ""}
+    assert rollout.failure_message(rank, "vllm", "/opt/v", [], False).startswith(
+        "Rank gpu-node-2 of the group did not come up (config_error: bad core list). | root cause: not found in the log")
+
+
 def test_batches_confirm_only_the_hosts_known_not_to_restart():
     restarts = {"a": False, "b": True, "c": None, "d": False}
     assert rollout.batches(["a", "b", "c", "d", "e"], restarts) == {
