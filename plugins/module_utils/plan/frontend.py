@@ -15,6 +15,7 @@ import re
 
 from ansible_collections.llmops.vllm.plugins.module_utils.probe import liveness
 from ansible_collections.llmops.vllm.plugins.module_utils.plan import kinds
+from ansible_collections.llmops.vllm.plugins.module_utils.plan.rollout import HOST_NAME
 
 # The server lines of roles/vllm_frontend/templates/haproxy.cfg.j2: "server NAME ADDRESS:PORT check".
 _SECTION = re.compile(r"^(?:backend|frontend|defaults|global|listen)\b\s*(\S*)")
@@ -135,6 +136,11 @@ def problems(entries, door, inventory=(), mode="completion", values=None):
         if missing:
             out.append("vllm_frontend_servers: %s lacks %s; each vLLM host is listed as {name, address, port}."
                        % (entry, ", ".join(missing)))
+        elif not isinstance(entry["name"], str) or not HOST_NAME.match(entry["name"]):
+            # Given by hand (the front door's role alone): the deploy checks the inventory's names in its first play.
+            out.append("vllm_frontend_servers: the server name %r may hold only letters, digits, '-', '_', '.' and ':' "
+                       "(HAProxy's characters for a server's name): it is written into haproxy.cfg's server line."
+                       % (entry["name"],))
         elif kinds.problem("vllm_server_public_address", entry["address"]) or kinds.problem("vllm_server_port",
                                                                                             entry["port"]):
             # The line each entry makes in haproxy.cfg: a space or newline there would add a server or a directive.

@@ -72,6 +72,12 @@ def test_an_incomplete_entry_and_an_empty_list_are_refused():
     assert "is empty" in problems([], "door")[0]
 
 
+@pytest.mark.parametrize("name", ["gpu node 1", "gpu-node-1\n    server evil 10.6.6.6:80", "a#b", 'a"b', 7])
+def test_a_server_name_haproxy_would_read_otherwise_is_refused(name):
+    found = problems([served(name, "10.0.0.1")], "door")
+    assert len(found) == 1 and found[0].startswith("vllm_frontend_servers: the server name %r" % (name,)), found
+
+
 def test_the_health_check_sends_the_servers_liveness_probe():
     listed = [served("a", "10.0.0.1"), served("b", "10.0.0.2"), entry("c", "10.0.0.3")]   # c: a running line kept
     check = health_check(listed)
