@@ -191,6 +191,9 @@ def result(outcome, decision, facts, failure=None):
         "drained": int(facts.get("drained") or 0),
         "version": facts.get("version", ""),
     }
+    if facts.get("group"):
+        # A rank of a serving group (module_utils/plan/group): its name, rank and head, a failed start's too.
+        record["group"] = dict(facts["group"])
     if failure:
         record.update(status=failure.get("status") or "failed", reason=failure.get("reason") or "the start failed",
                       elapsed=failure.get("elapsed") or 0, phases=failure.get("phases") or {}, pid=0,
@@ -208,9 +211,6 @@ def result(outcome, decision, facts, failure=None):
         rolled_back=False, bench=facts.get("bench") or {},
         # What this server serves, for the fleet's Prometheus targets.
         model=facts.get("model", ""), speculative_method=facts.get("speculative_method", ""))
-    if facts.get("group"):
-        # A rank of a serving group (module_utils/plan/group): its name, rank and head.
-        record["group"] = dict(facts["group"])
     return record
 
 

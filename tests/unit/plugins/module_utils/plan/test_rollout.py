@@ -145,6 +145,9 @@ def test_the_record_of_a_failure():
                       "endpoint": "http://h:8000", "drained": 2, "version": "0.32.0", "hint": "lower it", "bench": {}}
     refused = rollout.result({}, {"restart": True, "reasons": []}, FACTS, dict(failure, refused=True, rolled_back="False"))
     assert (refused["restarted"], refused["rolled_back"]) == (False, False)
+    # A serving group's rank says which group and rank failed, as it does when it starts.
+    rank = {"name": "qwen", "rank": 1, "head": "gpu-node-1"}
+    assert rollout.result({}, {"restart": True}, dict(FACTS, group=rank), failure)["group"] == rank
 
 
 FAILURE = {"reason": "config_error", "detail": "vLLM refused it", "root_cause_line": "", "hint": ""}
