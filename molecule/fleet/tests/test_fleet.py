@@ -363,8 +363,8 @@ def test_a_group_start_that_failed_on_one_rank_ended_that_round_and_the_whole_gr
     # The ranks waited in rounds of one 20 s slice each (the group's start, which succeeded, too): the headless rank's
     # failure ended the group's wait after the round it failed in, where the head, waiting at the rendezvous, would
     # have waited out its whole timeout (300 s: 15 slices) on its own.
-    rounds = [log.count("TASK [llmops.vllm.vllm_server : Wait a slice for this rank of the serving group]")
-              for log in (log, (RECORD / "deploy-group.log").read_text())]
+    rounds = [text.count("TASK [llmops.vllm.vllm_server : Wait a slice for this rank of the serving group]")
+              for text in (log, (RECORD / "deploy-group.log").read_text())]
     assert 1 <= rounds[0] <= 3 and rounds[1] >= 1, rounds
     # Each rank failed its start and was rolled back: the rank on its own log's reason, the head naming that rank.
     head, rank = row(name, HOSTS[0]), row(name, LAST)
